@@ -1,0 +1,16 @@
+"""constrfl: federated learning with general constraints.
+
+The federated proximal augmented Lagrangian of He, Peng & Sun (TMLR 2024) with its
+inexact ADMM subproblem solver, its centralized twin, KKT certificates and a cvxpy
+ground-truth check.  See README.md and ALGORITHMS.md for the mathematics.
+"""
+from . import functions, prox
+from .api import METHODS, solve
+from .certify import Certificate, certify
+from .kkt import kkt
+from .problem import Client, Problem, Server
+from .result import KKT, Multipliers, SolveResult
+
+__all__ = ["solve", "certify", "kkt", "Problem", "Client", "Server", "SolveResult", "KKT",
+           "Multipliers", "Certificate", "functions", "prox", "METHODS"]
+__version__ = "0.1.0"

@@ -1,0 +1,141 @@
+"""cvxpy ground truth: the pooled problem (5) solved centrally, compared side by side.
+
+Multiplier convention (ours and cvxpy's agree): Lagrangian ``F + μᵀc + νᵀh`` with μ ≥ 0
+for ``c ≤ 0``; cvxpy's ``(expr <= 0).dual_value`` is μ.  For ``expr == 0`` cvxpy
+returns ν with the same sign convention (checked in the tests through stationarity).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .functions import NoCvxpyForm
+from .kkt import kkt as compute_kkt
+from .result import KKT, Multipliers, SolveResult
+
+__all__ = ["certify", "Certificate", "pooled_cvxpy"]
+
+TIGHT = dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9,
+             max_iter=500)
+
+
+@dataclass
+class Certificate:
+    """Our point and the cvxpy reference, with the same KKT code applied to both."""
+
+    w: np.ndarray
+    objective: float
+    kkt: KKT
+    reference_w: np.ndarray
+    reference_objective: float
+    reference_multipliers: dict
+    reference_kkt: KKT
+    reference_status: str
+    reference_time: float
+    objective_gap: float          # |F(w) − F*| / |F*| (|F(w) − F*| when F* = 0)
+    w_distance: float             # ‖w − w*‖∞
+    multiplier_distance: float    # max over owners of ‖(μ, ν) − (μ*, ν*)‖∞ (nan if not given)
+
+    def __str__(self):
+        rows = [("objective", self.objective, self.reference_objective)]
+        rows += [(k, getattr(self.kkt, k), getattr(self.reference_kkt, k))
+                 for k in ("stationarity", "feasibility", "complementarity", "definition1")]
+        lines = [f"{'':18}{'constrfl':>16}{'cvxpy':>16}"]
+        lines += [f"{name:18}{a:16.8e}{b:16.8e}" for name, a, b in rows]
+        lines.append(f"relative objective gap {self.objective_gap:.2e}, "
+                     f"|w - w*|inf {self.w_distance:.2e}, "
+                     f"|mult - mult*|inf {self.multiplier_distance:.2e} "
+                     f"(cvxpy: {self.reference_status}, {self.reference_time:.3f}s)")
+        return "\n".join(lines)
+
+
+def _cvx(f, w, where):
+    try:
+        return f.cvxpy(w)
+    except NoCvxpyForm as err:
+        raise TypeError(f"certify: {where}: {err}; no cvxpy ground truth is possible") from None
+
+
+def pooled_cvxpy(problem):
+    """The pooled problem in cvxpy: ``(cp.Problem, w, {owner: (ineq_cons, eq_cons)})``.
+
+    Raises ValueError for nonconvex problems and TypeError for functions without a
+    cvxpy form (e.g. :class:`~constrfl.functions.Custom`).
+    """
+    import cvxpy as cp
+    for p in problem.parties:
+        for slot, f in p._slots():
+            if not f.is_convex:
+                raise ValueError(f"certify: {p._where()}: {slot} is {f.curvature}; a "
+                                 "nonconvex problem has no convex ground truth")
+    w = cp.Variable(problem.dim)
+    reg, cons = problem.regularizer.cvxpy(w)
+    obj = reg
+    owned = {}
+    for p in problem.parties:
+        if p.objective is not None:
+            obj = obj + _cvx(p.objective, w, f"{p._where()}: objective")
+        ineq = [_cvx(c, w, f"{p._where()}: constraints[{k}]") <= 0
+                for k, c in enumerate(p.constraints)]
+        eq = [_cvx(h, w, f"{p._where()}: equalities[{k}]") == 0
+              for k, h in enumerate(p.equalities)]
+        owned[p.name] = (ineq, eq)
+        cons = cons + ineq + eq
+    return cp.Problem(cp.Minimize(obj), cons), w, owned
+
+
+def _duals(cons, n):
+    if not cons:
+        return np.zeros(n)
+    return np.concatenate([np.atleast_1d(np.asarray(c.dual_value, dtype=np.float64)).ravel()
+                           for c in cons])
+
+
+def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-8,
+            **solver_options):
+    """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
+    compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``).
+
+    ``atol`` is passed to :func:`constrfl.kkt` for the reference point only (an
+    interior-point solution sits near, not on, kinks and bounds).
+    """
+    import cvxpy as cp
+    if isinstance(result, SolveResult):
+        w, multipliers = result.w, result.multipliers
+    else:
+        w = np.asarray(result, dtype=np.float64)
+    prob, wvar, owned = pooled_cvxpy(problem)
+    opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
+    t0 = time.perf_counter()
+    try:
+        prob.solve(solver=solver, **opts)
+    except cp.SolverError:
+        prob.solve(solver=solver)                 # retry with the solver's defaults
+    elapsed = time.perf_counter() - t0
+    if wvar.value is None:
+        raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
+                           "and no solution")
+    ref_w = np.asarray(wvar.value, dtype=np.float64)
+    ref_mult = {p.name: Multipliers(np.maximum(_duals(owned[p.name][0], p.n_ineq), 0.0),
+                                    _duals(owned[p.name][1], p.n_eq))
+                for p in problem.parties}
+    F, F_ref = problem.objective(w), problem.objective(ref_w)
+    ours = compute_kkt(problem, w, multipliers)
+    ref = compute_kkt(problem, ref_w, ref_mult, atol=atol)
+    gap = abs(F - F_ref) / abs(F_ref) if F_ref != 0 else abs(F - F_ref)
+    if multipliers is None:
+        mdist = float("nan")
+    else:
+        from .kkt import as_multipliers
+        mine = as_multipliers(problem, multipliers)
+        mdist = max((float(np.max(np.abs(np.concatenate([mine[k].ineq - m.ineq,
+                                                          mine[k].eq - m.eq])), initial=0.0))
+                     for k, m in ref_mult.items()), default=0.0)
+    return Certificate(w=w, objective=F, kkt=ours, reference_w=ref_w,
+                       reference_objective=F_ref, reference_multipliers=ref_mult,
+                       reference_kkt=ref, reference_status=prob.status,
+                       reference_time=elapsed, objective_gap=gap,
+                       w_distance=float(np.max(np.abs(w - ref_w))),
+                       multiplier_distance=mdist)

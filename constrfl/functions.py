@@ -1,0 +1,410 @@
+"""Smooth building blocks for objectives fᵢ and constraints cᵢ, hᵢ (ALGORITHMS.md §1).
+
+A :class:`Function` maps ``w ∈ Rᵈ`` to a scalar (``size is None``) or to ``Rᵐ``
+(``size == m``, used for vector-valued constraints).  Each one knows
+
+* ``value(w)``; ``grad(w)``: the gradient ``(d,)``, or the Jacobian ``(m, d)`` when
+  vector-valued; ``hess(w, y=None)``: ``∇²f`` for a scalar function (times ``y`` if
+  given), ``Σⱼ yⱼ ∇²cⱼ`` for a vector one, or ``None`` when no Hessian is available;
+* ``curvature``: one of ``"affine"``, ``"convex"``, ``"concave"``, ``"nonconvex"``;
+* ``cvxpy(w)``: its cvxpy expression for a cvxpy variable ``w`` (raises
+  :class:`NoCvxpyForm` where none exists).
+
+Functions combine with ``f + g``, ``f - g``, ``a * f``, ``-f``, ``f - 0.2``; the result
+tracks its curvature (``f - g`` with ``g`` not affine is nonconvex).
+
+Shapes are checked when a function is built; non-finite data are reported by
+:meth:`Function.check_finite`, which :class:`~constrfl.Client` calls so that the error
+names the client.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import kernels
+
+__all__ = ["Function", "Quadratic", "Affine", "LeastSquares", "LogisticLoss", "Custom",
+           "NoCvxpyForm"]
+
+
+class NoCvxpyForm(TypeError):
+    """Raised when a function has no cvxpy expression (e.g. :class:`Custom`)."""
+
+
+def _as_float_array(a, name, owner, ndim=None):
+    arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64))
+    if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
+        raise ValueError(f"{owner}: {name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr
+
+
+_NEGATE = {"affine": "affine", "convex": "concave", "concave": "convex",
+           "nonconvex": "nonconvex"}
+
+
+def _sum_curvature(curvs):
+    kinds = set(curvs) - {"affine"}
+    if not kinds:
+        return "affine"
+    return kinds.pop() if len(kinds) == 1 else "nonconvex"
+
+
+class Function:
+    """Base class; subclasses implement ``value``, ``grad`` and (where cheap) ``hess``."""
+
+    dim: int | None = None     # input dimension d (None: unknown, e.g. Custom without dim)
+    size: int | None = None    # None: scalar-valued; m: vector-valued in Rᵐ
+    curvature: str = "convex"
+    n_samples: int = 0         # rows of data behind this function (for ρᵢ ∝ Nᵢ)
+
+    # -- evaluation -------------------------------------------------------------------
+    def value(self, w):
+        raise NotImplementedError
+
+    def grad(self, w):
+        raise NotImplementedError
+
+    def hess(self, w, y=None):
+        return None
+
+    def value_grad(self, w):
+        return self.value(w), self.grad(w)
+
+    @property
+    def has_hess(self) -> bool:
+        return True
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def is_convex(self) -> bool:
+        return self.curvature in ("affine", "convex")
+
+    @property
+    def is_affine(self) -> bool:
+        return self.curvature == "affine"
+
+    def cvxpy(self, w):
+        raise NoCvxpyForm(f"{type(self).__name__} has no cvxpy form")
+
+    def data(self):
+        """``(name, array)`` pairs of the data this function holds (for checks)."""
+        return []
+
+    def check_finite(self):
+        """Raise ValueError naming the first non-finite data array, if any."""
+        for name, arr in self.data():
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                where = np.argwhere(bad)[0]
+                raise ValueError(f"{type(self).__name__}: {name} contains NaN or inf "
+                                 f"(first at index {tuple(int(i) for i in where)})")
+
+    # -- arithmetic -------------------------------------------------------------------
+    def __add__(self, other):
+        return (self if isinstance(self, Sum) else Sum([self], [1.0]))._add(other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __neg__(self):
+        return (-1.0) * self
+
+    def __mul__(self, a):
+        if not isinstance(a, numbers.Real) or not np.isfinite(a):
+            return NotImplemented
+        return Sum([self], [float(a)])
+
+    __rmul__ = __mul__
+
+
+class Sum(Function):
+    """``Σₖ aₖ fₖ(w) + offset`` (built by the arithmetic operators)."""
+
+    def __init__(self, terms, weights, offset=0.0):
+        self.terms, self.weights = list(terms), [float(a) for a in weights]
+        self.offset = offset
+        sizes = {f.size for f in self.terms}
+        if len(sizes) > 1:
+            raise ValueError(f"cannot combine functions with output sizes {sorted(map(str, sizes))}")
+        self.size = sizes.pop()
+        dims = {f.dim for f in self.terms} - {None}
+        if len(dims) > 1:
+            raise ValueError(f"cannot combine functions of input dimensions {sorted(dims)}")
+        self.dim = dims.pop() if dims else None
+        if np.ndim(offset) and (self.size is None or np.shape(offset) != (self.size,)):
+            raise ValueError(f"constant of shape {np.shape(offset)} does not match output "
+                             f"size {self.size}")
+        self.curvature = _sum_curvature(
+            f.curvature if a >= 0 else _NEGATE[f.curvature]
+            for f, a in zip(self.terms, self.weights) if a != 0)
+        self.n_samples = sum(f.n_samples for f in self.terms)
+
+    def _add(self, other):
+        if isinstance(other, Function):
+            o_terms, o_w, o_off = ((other.terms, other.weights, other.offset)
+                                   if isinstance(other, Sum) else ([other], [1.0], 0.0))
+            return Sum(self.terms + o_terms, self.weights + o_w, self.offset + o_off)
+        const = np.asarray(other, dtype=np.float64)
+        if not np.all(np.isfinite(const)):
+            raise ValueError("cannot add a NaN or inf constant to a function")
+        return Sum(self.terms, self.weights, self.offset + (const if const.ndim else float(const)))
+
+    def __mul__(self, a):
+        if not isinstance(a, numbers.Real) or not np.isfinite(a):
+            return NotImplemented
+        return Sum(self.terms, [a * b for b in self.weights], a * self.offset)
+
+    __rmul__ = __mul__
+
+    def value(self, w):
+        return sum(a * f.value(w) for f, a in zip(self.terms, self.weights)) + self.offset
+
+    def grad(self, w):
+        return sum(a * f.grad(w) for f, a in zip(self.terms, self.weights))
+
+    def value_grad(self, w):
+        v, g = self.offset, 0.0
+        for f, a in zip(self.terms, self.weights):
+            fv, fg = f.value_grad(w)
+            v, g = v + a * fv, g + a * fg
+        return v, g
+
+    def hess(self, w, y=None):
+        return sum(f.hess(w, a if y is None else a * y) for f, a in zip(self.terms, self.weights))
+
+    @property
+    def has_hess(self):
+        return all(f.has_hess for f in self.terms)
+
+    def cvxpy(self, w):
+        return sum(a * f.cvxpy(w) for f, a in zip(self.terms, self.weights)) + self.offset
+
+    def data(self):
+        return [(f"term {k}: {name}", arr) for k, f in enumerate(self.terms)
+                for name, arr in f.data()]
+
+    def check_finite(self):
+        for f in self.terms:
+            f.check_finite()
+
+    def __repr__(self):
+        parts = " + ".join(f"{a:g}*{f!r}" for f, a in zip(self.terms, self.weights))
+        return f"({parts} + {self.offset})" if np.any(self.offset) else f"({parts})"
+
+
+class Quadratic(Function):
+    """``f(w) = ½ wᵀAw + bᵀw + c`` (A symmetrized; convex iff A ⪰ 0)."""
+
+    def __init__(self, A, b=None, c=0.0):
+        A = _as_float_array(A, "A", "Quadratic", ndim=2)
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"Quadratic: A must be square, got shape {A.shape}")
+        self.A = np.ascontiguousarray(0.5 * (A + A.T))
+        self.dim = A.shape[0]
+        self.b = (np.zeros(self.dim) if b is None
+                  else _as_float_array(b, "b", "Quadratic", ndim=1))
+        if self.b.shape != (self.dim,):
+            raise ValueError(f"Quadratic: b has shape {self.b.shape}, expected ({self.dim},)")
+        self.c = float(c)
+        eig = np.linalg.eigvalsh(self.A) if np.all(np.isfinite(self.A)) else np.array([np.nan])
+        scale = max(1.0, float(np.max(np.abs(eig)))) if eig.size else 1.0
+        if not np.any(self.A):
+            self.curvature = "affine"
+        elif eig.min() >= -1e-12 * scale:
+            self.curvature = "convex"
+        elif eig.max() <= 1e-12 * scale:
+            self.curvature = "concave"
+        else:
+            self.curvature = "nonconvex"
+
+    def value(self, w):
+        return 0.5 * w @ (self.A @ w) + self.b @ w + self.c
+
+    def grad(self, w):
+        return self.A @ w + self.b
+
+    def hess(self, w, y=None):
+        return self.A if y is None else y * self.A
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        if self.curvature == "affine":
+            return self.b @ w + self.c
+        if self.curvature != "convex":
+            raise NoCvxpyForm("Quadratic with indefinite A has no convex cvxpy form")
+        lam, V = np.linalg.eigh(self.A)
+        keep = lam > 1e-14 * max(1.0, lam.max())
+        R = np.sqrt(lam[keep])[:, None] * V[:, keep].T      # A = RᵀR
+        return 0.5 * cp.sum_squares(R @ w) + self.b @ w + self.c
+
+    def data(self):
+        return [("A", self.A), ("b", self.b), ("c", np.array(self.c))]
+
+    def __repr__(self):
+        return f"Quadratic(d={self.dim})"
+
+
+class Affine(Function):
+    """``h(w) = Cw + d``: vector-valued for a 2-D ``C`` (m, d), scalar for a 1-D ``C``."""
+
+    curvature = "affine"
+
+    def __init__(self, C, d=None):
+        self.C = _as_float_array(C, "C", "Affine", ndim=(1, 2))
+        self.dim = self.C.shape[-1]
+        self.size = None if self.C.ndim == 1 else self.C.shape[0]
+        shape = () if self.size is None else (self.size,)
+        self.d = np.zeros(shape) if d is None else np.asarray(d, dtype=np.float64)
+        if self.d.shape != shape:
+            raise ValueError(f"Affine: d has shape {self.d.shape}, expected {shape}")
+
+    def value(self, w):
+        return self.C @ w + self.d
+
+    def grad(self, w):
+        return self.C
+
+    def hess(self, w, y=None):
+        return np.zeros((self.dim, self.dim))
+
+    def cvxpy(self, w):
+        return self.C @ w + self.d
+
+    def data(self):
+        return [("C", self.C), ("d", self.d)]
+
+    def __repr__(self):
+        return f"Affine(m={self.size}, d={self.dim})"
+
+
+class _RowLoss(Function):
+    """Common checks for losses over data rows ``(X, y)`` with optional sample weights."""
+
+    def __init__(self, X, y, sample_weight, name):
+        self.X = _as_float_array(X, "X", name, ndim=2)
+        self.y = _as_float_array(y, "y", name, ndim=1)
+        n, self.dim = self.X.shape
+        if n == 0:
+            raise ValueError(f"{name}: X has no rows")
+        if self.y.shape != (n,):
+            raise ValueError(f"{name}: y has shape {self.y.shape}, expected ({n},) "
+                             f"to match X of shape {self.X.shape}")
+        if sample_weight is None:
+            self.s = np.ones(n)
+        else:
+            self.s = _as_float_array(sample_weight, "sample_weight", name, ndim=1)
+            if self.s.shape != (n,):
+                raise ValueError(f"{name}: sample_weight has shape {self.s.shape}, "
+                                 f"expected ({n},)")
+            if np.any(self.s < 0) or not self.s.sum() > 0:
+                raise ValueError(f"{name}: sample_weight must be non-negative with a "
+                                 "positive sum")
+        self.n_samples = n
+
+    def data(self):
+        return [("X", self.X), ("y", self.y), ("sample_weight", self.s)]
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n_samples}, d={self.dim})"
+
+
+class LeastSquares(_RowLoss):
+    """``f(w) = (1/S) Σⱼ sⱼ ½(xⱼᵀw − yⱼ)²``, ``S = Σⱼ sⱼ`` (the mean for unit weights)."""
+
+    def __init__(self, X, y, sample_weight=None):
+        super().__init__(X, y, sample_weight, "LeastSquares")
+        self._H = None
+
+    def value(self, w):
+        return kernels.lsq_value_grad(self.X, self.y, self.s, w)[0]
+
+    def grad(self, w):
+        return kernels.lsq_value_grad(self.X, self.y, self.s, w)[1]
+
+    def value_grad(self, w):
+        return kernels.lsq_value_grad(self.X, self.y, self.s, w)
+
+    def hess(self, w, y=None):
+        if self._H is None:
+            self._H = kernels.lsq_hess(self.X, self.s)
+        return self._H if y is None else y * self._H
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        r = np.sqrt(self.s)
+        return 0.5 / self.s.sum() * cp.sum_squares(cp.multiply(r, self.X @ w) - r * self.y)
+
+
+class LogisticLoss(_RowLoss):
+    """Mean logistic loss (31), labels in {0, 1}:
+    ``f(w) = (1/S) Σⱼ sⱼ [log(1 + exp(xⱼᵀw)) − yⱼ xⱼᵀw]``."""
+
+    def __init__(self, X, y, sample_weight=None):
+        super().__init__(X, y, sample_weight, "LogisticLoss")
+        if not np.all((self.y == 0) | (self.y == 1) | ~np.isfinite(self.y)):
+            raise ValueError("LogisticLoss: y must hold labels in {0, 1}")
+
+    def value(self, w):
+        return kernels.logistic_value(self.X, self.y, self.s, w)
+
+    def grad(self, w):
+        return kernels.logistic_value_grad(self.X, self.y, self.s, w)[1]
+
+    def value_grad(self, w):
+        return kernels.logistic_value_grad(self.X, self.y, self.s, w)
+
+    def hess(self, w, y=None):
+        H = kernels.logistic_value_grad_hess(self.X, self.y, self.s, w)[2]
+        return H if y is None else y * H
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        z = self.X @ w
+        return (cp.sum(cp.multiply(self.s, cp.logistic(z)))
+                - (self.s * self.y) @ z) / self.s.sum()
+
+
+class Custom(Function):
+    """User code: ``value(w)``, ``grad(w)`` and optionally ``hess(w)``.
+
+    ``size=m`` declares a vector-valued function (``grad`` then returns the (m, d)
+    Jacobian and ``hess(w)``, if given, the (m, d, d) stack of component Hessians).
+    ``convex`` is the user's claim; ``Custom`` has no cvxpy form.
+    """
+
+    def __init__(self, value, grad, hess=None, *, dim=None, size=None, convex=True):
+        for name, f in (("value", value), ("grad", grad), ("hess", hess)):
+            if f is not None and not callable(f):
+                raise TypeError(f"Custom: {name} must be callable, got {type(f).__name__}")
+        self._value, self._grad, self._hess = value, grad, hess
+        self.dim, self.size = dim, size
+        self.curvature = "convex" if convex else "nonconvex"
+
+    def value(self, w):
+        v = self._value(w)
+        return float(v) if self.size is None else np.asarray(v, dtype=np.float64)
+
+    def grad(self, w):
+        return np.asarray(self._grad(w), dtype=np.float64)
+
+    def hess(self, w, y=None):
+        if self._hess is None:
+            return None
+        H = np.asarray(self._hess(w), dtype=np.float64)
+        if self.size is None:
+            return H if y is None else y * H
+        return np.tensordot(np.asarray(y, dtype=np.float64), H, axes=1)
+
+    @property
+    def has_hess(self):
+        return self._hess is not None
+
+    def __repr__(self):
+        return f"Custom({getattr(self._value, '__name__', 'value')})"

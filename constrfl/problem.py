@@ -1,0 +1,242 @@
+"""Who holds what: :class:`Client`, :class:`Server` and the :class:`Problem` (5).
+
+Each party owns its functions (and through them its data): an objective fᵢ, inequality
+constraints cᵢ(w) ≤ 0 and affine equalities hᵢ(w) = 0.  The constraints of a party are
+stacked in list order into one vector: a scalar function gives one row, a vector-valued
+one gives ``size`` rows; the multipliers of that party follow the same order.
+
+The solvers reach a party's data only through the evaluation methods below, called on
+that party's behalf (ALGORITHMS.md §1: only party i evaluates fᵢ, cᵢ, hᵢ).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .functions import Function
+from .prox import Regularizer, Zero
+
+__all__ = ["Client", "Server", "Problem"]
+
+
+class Party:
+    """Objective, inequality and equality functions held by one owner."""
+
+    kind = "party"
+
+    def __init__(self, objective=None, constraints=(), equalities=(), name=None):
+        self.name = name
+        self.objective = objective
+        self.constraints = _as_list(constraints)
+        self.equalities = _as_list(equalities)
+        self._check_types()
+        self.ineq_sizes = [1 if c.size is None else c.size for c in self.constraints]
+        self.eq_sizes = [1 if h.size is None else h.size for h in self.equalities]
+        self.n_ineq, self.n_eq = sum(self.ineq_sizes), sum(self.eq_sizes)
+
+    # -- validation -------------------------------------------------------------------
+    def _where(self):
+        return f"{self.kind} {self.name!r}" if self.name is not None else self.kind
+
+    def _slots(self):
+        if self.objective is not None:
+            yield "objective", self.objective
+        for k, c in enumerate(self.constraints):
+            yield f"constraints[{k}]", c
+        for k, h in enumerate(self.equalities):
+            yield f"equalities[{k}]", h
+
+    def _check_types(self):
+        if self.objective is not None and not isinstance(self.objective, Function):
+            raise TypeError(f"{self._where()}: objective must be a constrfl Function or "
+                            f"None, got {type(self.objective).__name__}")
+        for slot, f in self._slots():
+            if not isinstance(f, Function):
+                raise TypeError(f"{self._where()}: {slot} must be a constrfl Function, "
+                                f"got {type(f).__name__}")
+            if slot == "objective" and f.size is not None:
+                raise ValueError(f"{self._where()}: objective must be scalar-valued, "
+                                 f"got output size {f.size}")
+            if slot.startswith("equalities") and not f.is_affine:
+                raise ValueError(f"{self._where()}: {slot} must be affine (h(w) = Cw + d), "
+                                 f"got a {f.curvature} function")
+            try:
+                f.check_finite()
+            except ValueError as err:
+                raise ValueError(f"{self._where()}: {slot}: {err}") from None
+
+    def check_dim(self, dim):
+        for slot, f in self._slots():
+            if f.dim is not None and f.dim != dim:
+                raise ValueError(f"{self._where()}: {slot} has input dimension {f.dim}, "
+                                 f"expected {dim}")
+
+    @property
+    def dims(self):
+        return {f.dim for _, f in self._slots()} - {None}
+
+    @property
+    def is_empty(self):
+        return self.objective is None and not self.constraints and not self.equalities
+
+    @property
+    def is_convex(self):
+        return all(f.is_convex for _, f in self._slots())
+
+    # -- evaluation (called on the party's behalf) ------------------------------------
+    def f_value_grad(self, w):
+        if self.objective is None:
+            return 0.0, np.zeros_like(w)
+        return self.objective.value_grad(w)
+
+    def f_hess(self, w):
+        return None if self.objective is None else self.objective.hess(w)
+
+    def c_value(self, w):
+        return _stack_values(self.constraints, w)
+
+    def c_jac(self, w):
+        return _stack_jacs(self.constraints, w)
+
+    def c_hess(self, w, y):
+        """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if unavailable)."""
+        H, start = 0.0, 0
+        for c, m in zip(self.constraints, self.ineq_sizes):
+            yc = y[start] if c.size is None else y[start:start + m]
+            start += m
+            if np.any(yc != 0) and not c.is_affine:
+                H = H + c.hess(w, yc)
+        return H
+
+    def h_value(self, w):
+        return _stack_values(self.equalities, w)
+
+    def h_jac(self, w):
+        return _stack_jacs(self.equalities, w)
+
+    @property
+    def has_hess(self):
+        return all(f.has_hess for _, f in self._slots())
+
+    @property
+    def n_samples(self):
+        """Rows of data this party holds (each distinct data array counted once)."""
+        seen = {}
+        for _, f in self._slots():
+            for sub in getattr(f, "terms", [f]):
+                if sub.n_samples:
+                    seen[id(sub.X)] = sub.n_samples
+        return sum(seen.values())
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(name={self.name!r}, objective={self.objective!r}, "
+                f"{self.n_ineq} inequality rows, {self.n_eq} equality rows)")
+
+
+class Client(Party):
+    """A client i ≥ 1: local objective fᵢ, local constraints cᵢ ≤ 0 and hᵢ = 0."""
+
+    kind = "client"
+
+    def __init__(self, objective=None, constraints=(), equalities=(), name=None):
+        if name is not None and (not isinstance(name, str) or name == "server"):
+            raise ValueError(f"client name must be a string other than 'server', got {name!r}")
+        super().__init__(objective, constraints, equalities, name)
+        if self.is_empty:
+            raise ValueError(f"{self._where()}: has neither an objective nor constraints")
+
+
+class Server(Party):
+    """The server (i = 0): optional f₀ and global constraints c₀ ≤ 0, h₀ = 0 on its data."""
+
+    kind = "server"
+
+    def __init__(self, objective=None, constraints=(), equalities=()):
+        super().__init__(objective, constraints, equalities, name="server")
+
+
+class Problem:
+    """``min f₀ + Σᵢ fᵢ + P  s.t.  cᵢ ≤ 0, hᵢ = 0 (i = 0..n)`` — problem (5).
+
+    ``dim`` is inferred from the functions when not given.
+    """
+
+    def __init__(self, clients, server=None, regularizer=None, dim=None):
+        if isinstance(clients, Client):
+            clients = [clients]
+        self.clients = list(clients)
+        if not self.clients:
+            raise ValueError("Problem needs at least one client")
+        for i, c in enumerate(self.clients):
+            if not isinstance(c, Client):
+                raise TypeError(f"clients[{i}] must be a constrfl.Client, got {type(c).__name__}")
+            if c.name is None:
+                c.name = f"client-{i}"
+        names = [c.name for c in self.clients]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"client names must be unique; repeated: {sorted(dup)}")
+        self.server = Server() if server is None else server
+        if not isinstance(self.server, Server):
+            raise TypeError(f"server must be a constrfl.Server, got {type(self.server).__name__}")
+        self.regularizer = Zero() if regularizer is None else regularizer
+        if not isinstance(self.regularizer, Regularizer):
+            raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
+                            f"{type(self.regularizer).__name__}")
+        self.dim = self._infer_dim(dim)
+        for p in self.parties:
+            p.check_dim(self.dim)
+        self.regularizer.check_dim(self.dim)
+
+    def _infer_dim(self, dim):
+        if dim is not None:
+            if int(dim) != dim or dim < 1:
+                raise ValueError(f"dim must be a positive integer, got {dim!r}")
+            return int(dim)
+        for p in self.parties:
+            if p.dims:
+                first = min(p.dims)
+                for q in self.parties:
+                    q.check_dim(first)
+                return first
+        raise ValueError("cannot infer the dimension from the functions; pass dim=")
+
+    @property
+    def parties(self):
+        """The server first, then the clients: every owner of functions."""
+        return [self.server, *self.clients]
+
+    @property
+    def n_clients(self):
+        return len(self.clients)
+
+    @property
+    def is_convex(self):
+        return all(p.is_convex for p in self.parties)
+
+    def objective(self, w):
+        """``F(w) = f₀(w) + Σᵢ fᵢ(w) + P(w)``."""
+        return sum(p.f_value_grad(w)[0] for p in self.parties) + self.regularizer.value(w)
+
+    def __repr__(self):
+        return (f"Problem(dim={self.dim}, clients={self.n_clients}, "
+                f"regularizer={self.regularizer!r})")
+
+
+def _as_list(fs):
+    if fs is None:
+        return []
+    if isinstance(fs, Function):
+        return [fs]
+    return list(fs)
+
+
+def _stack_values(fs, w):
+    if not fs:
+        return np.zeros(0)
+    return np.concatenate([np.atleast_1d(f.value(w)) for f in fs])
+
+
+def _stack_jacs(fs, w):
+    if not fs:
+        return np.zeros((0, w.shape[0]))
+    return np.vstack([np.atleast_2d(f.grad(w)) for f in fs])

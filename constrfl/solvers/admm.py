@@ -1,0 +1,124 @@
+"""Algorithm 2: inexact ADMM on the consensus form (24) of the subproblem (9).
+
+Each owner runs a :class:`Node`: it holds its multipliers (μᵢ, νᵢ), its ADMM state
+(uᵢ, λᵢ) and the only references to its functions.  The server and the nodes exchange
+exactly the messages of ALGORITHMS.md §4: the server broadcasts wᵗ⁺¹; each client
+uploads the vector uᵢ + λᵢ/ρᵢ and the scalar εᵢ of (22).
+
+One deviation from (18), for exactness: when the server has functions of its own
+(f₀, c₀, h₀), its smooth part ALₒ is a consensus block like a client's, held by the
+server (no communication), so the server's w-step is always the closed form
+
+    σ = Σᵢ ρᵢ + 1/((n+1)β),  a = (Σᵢ ρᵢ vᵢ + wᵏ/((n+1)β)) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),
+
+with ε₀,ₜ = 0.  The certificate (23) ⇒ (10) holds as stated: summing the blocks'
+(22) bounds dist∞(0, ∂Ψ_k(wᵗ⁺¹)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .augmented import AugmentedTerm, plus_quadratic
+from .local import minimize_smooth
+
+FLOAT = 8  # bytes a float on the wire
+
+
+class Node:
+    """One owner's side of Algorithms 1–2."""
+
+    def __init__(self, party, rho, local_max_iter=100):
+        self.party, self.rho, self.local_max_iter = party, float(rho), local_max_iter
+        self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
+        self.local_iterations = 0
+
+    def begin(self, wk, beta, gamma):
+        """Outer step k: form φᵢ = ALᵢ + γ/2‖· − wᵏ‖²; ADMM start uᵢ = wᵏ,
+        λᵢ = −∇φᵢ(wᵏ).  Returns the upload uᵢ + λᵢ/ρᵢ."""
+        self.term = AugmentedTerm(self.party, beta, self.mu, self.nu)
+        self.phi = plus_quadratic(self.term, gamma, wk)
+        self.u = wk.copy()
+        self.lam = -self.phi(wk, 1)[1]
+        return self.u + self.lam / self.rho
+
+    def step(self, w, tol, scale=1.0):
+        """(22) with the ρᵢ the server used for w, then ρᵢ ← scale·ρᵢ, (19) to
+        ``‖∇‖∞ ≤ tol`` and (20).  Returns (εᵢ, uᵢ + λᵢ/ρᵢ, ‖uᵢ − w‖∞)."""
+        eps = float(np.max(np.abs(self.phi(w, 1)[1] + self.lam - self.rho * (w - self.u))))
+        self.rho *= scale
+        rho = self.rho
+        sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
+        res = minimize_smooth(sub, self.u, tol, self.local_max_iter)
+        self.local_iterations += res.iterations
+        self.u = res.x
+        self.lam = self.lam + rho * (self.u - w)
+        return eps, self.u + self.lam / rho, float(np.max(np.abs(self.u - w)))
+
+    def finish(self, w):
+        """Step 3 of Algorithm 1 on the owner's own multipliers; returns the scalars
+        ‖μᵢ⁺ − μᵢ‖∞, ‖νᵢ⁺ − νᵢ‖∞ that the stop rule (11) needs."""
+        mu, nu = self.term.new_multipliers(w)
+        dmu = float(np.max(np.abs(mu - self.mu), initial=0.0))
+        dnu = float(np.max(np.abs(nu - self.nu), initial=0.0))
+        self.mu, self.nu = mu, nu
+        return dmu, dnu
+
+
+@dataclass
+class Traffic:
+    """Communication counters: rounds and bytes (8 per float)."""
+
+    rounds: int = 0
+    bytes_up: int = 0
+    bytes_down: int = 0
+
+    def exchange(self, n_clients, floats_down, floats_up):
+        """One round: every client receives ``floats_down`` and sends ``floats_up``."""
+        self.rounds += 1
+        self.bytes_down += n_clients * floats_down * FLOAT
+        self.bytes_up += n_clients * floats_up * FLOAT
+
+    def add_upload(self, n_clients, floats_up):
+        """Floats that ride on the current round's upload (no new round)."""
+        self.bytes_up += n_clients * floats_up * FLOAT
+
+
+def admm(client_nodes, server_node, wk, v, gamma, P, tau, traffic, *, q=0.9,
+         max_iter=10000, adaptive_rho=True):
+    """Run Algorithm 2 from the uploads ``v`` (one per block, clients first, the
+    server's block last if any) until (23) ``Σᵢ εᵢ ≤ τ``.
+
+    Local tolerances ε_t = max(τ/(10B), τ·qᵗ) for B blocks (the geometric schedule of
+    §4 scaled to τ).  With ``adaptive_rho`` the server rescales every ρᵢ by 2 or 1/2
+    when the primal residual maxᵢ‖uᵢ − w‖∞ and the dual residual maxᵢ ρᵢ‖wᵗ⁺¹ − wᵗ‖∞
+    differ by more than 10× (residual balancing, Boyd et al. 2011, §3.4.1); the factor
+    rides on the broadcast and each client applies it after its (22), so every
+    iteration uses one ρ throughout and (23) still certifies (10).
+    Returns ``(w, iterations, converged, eps_sum)``.
+    """
+    blocks = client_nodes + ([server_node] if server_node is not None else [])
+    d = wk.size
+    eps_floor = tau / (10 * len(blocks))
+    eps_sum = np.inf
+    w, primal = wk, None
+    for t in range(max_iter):
+        rhos = np.array([b.rho for b in blocks])
+        a = (rhos @ np.asarray(v) + gamma * wk) / (rhos.sum() + gamma)      # (18), exact
+        w_prev, w = w, P.prox(a, 1.0 / (rhos.sum() + gamma))
+        scale = 1.0
+        if adaptive_rho and primal is not None:
+            dual = rhos.max() * float(np.max(np.abs(w - w_prev)))
+            scale = 2.0 if primal > 10 * dual else 0.5 if dual > 10 * primal else 1.0
+        traffic.exchange(len(client_nodes), d + 1, d + 2)
+        tol_t = max(eps_floor, tau * q ** t)
+        out = [b.step(w, tol_t, scale) for b in blocks]
+        eps_sum = sum(o[0] for o in out)
+        v = [o[1] for o in out]
+        primal = max(o[2] for o in out)
+        if not (np.isfinite(eps_sum) and np.all(np.isfinite(w))):
+            return w, t + 1, False, eps_sum
+        if eps_sum <= tau:                                                # (23)
+            return w, t + 1, True, eps_sum
+    return w, max_iter, False, eps_sum

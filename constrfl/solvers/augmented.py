@@ -1,0 +1,81 @@
+"""The owners' pieces of the proximal AL subproblem (9), split as in (12)–(14).
+
+For owner i with multipliers (μᵢ, νᵢ) and penalty β,
+
+    ALᵢ(w) = fᵢ(w) + 1/(2β) (‖[μᵢ + β cᵢ(w)]₊‖² + ‖νᵢ + β hᵢ(w)‖²)
+
+with gradient ∇fᵢ + ∇cᵢ[μᵢ + βcᵢ]₊ + ∇hᵢ(νᵢ + βhᵢ) and generalized Hessian
+∇²fᵢ + β ∇c_Aᵀ∇c_A + Σⱼ [μᵢ + βcᵢ]₊ⱼ ∇²cᵢⱼ + β ∇hᵢᵀ∇hᵢ (A: rows with μ + βc > 0).
+φᵢ of (12)–(14) is ALᵢ plus its share of the proximal term, added by the callers.
+A smooth function here is a callable ``fun(w, order) -> (value, grad, hess)`` returning
+``None`` for the parts above ``order`` (0: value, 1: gradient, 2: Hessian).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class AugmentedTerm:
+    """``ALᵢ`` of one party at fixed multipliers; evaluated by the party itself."""
+
+    def __init__(self, party, beta, mu, nu):
+        self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
+
+    def __call__(self, w, order=2):
+        party, beta = self.party, self.beta
+        val, g = party.f_value_grad(w)
+        H = None
+        if order >= 2:
+            H = party.f_hess(w)
+            H = np.zeros((w.size, w.size)) if H is None else np.array(H, dtype=np.float64)
+        if party.n_ineq:
+            p = np.maximum(self.mu + beta * party.c_value(w), 0.0)
+            val += (p @ p) / (2 * beta)
+            if order >= 1 and p.any():
+                J = party.c_jac(w)
+                g = g + J.T @ p
+                if order >= 2:
+                    JA = J[p > 0]
+                    H += beta * (JA.T @ JA) + party.c_hess(w, p)
+        if party.n_eq:
+            r = self.nu + beta * party.h_value(w)
+            val += (r @ r) / (2 * beta)
+            if order >= 1:
+                J = party.h_jac(w)
+                g = g + J.T @ r
+                if order >= 2:
+                    H += beta * (J.T @ J)
+        return val, (g if order >= 1 else None), H
+
+    def new_multipliers(self, w):
+        """Step 3 of Algorithm 1: ``μ⁺ = [μ + βc(w)]₊``, ``ν⁺ = ν + βh(w)``."""
+        mu = np.maximum(self.mu + self.beta * self.party.c_value(w), 0.0)
+        nu = self.nu + self.beta * self.party.h_value(w)
+        return mu, nu
+
+
+def plus_quadratic(fun, alpha, center):
+    """``fun(w) + (α/2)‖w − center‖²`` as a smooth function of the same protocol."""
+    def shifted(w, order=2):
+        val, g, H = fun(w, order)
+        d = w - center
+        val = val + 0.5 * alpha * (d @ d)
+        if g is not None:
+            g = g + alpha * d
+        if H is not None:
+            H = H + alpha * np.eye(w.size)
+        return val, g, H
+    return shifted
+
+
+def pooled(funs):
+    """``Σₖ funₖ`` (cProx-AL evaluates the pooled subproblem)."""
+    def total(w, order=2):
+        val, g, H = 0.0, None, None
+        for f in funs:
+            v, gk, Hk = f(w, order)
+            val += v
+            g = gk if g is None else g + gk
+            H = Hk if H is None else H + Hk
+        return val, g, H
+    return total

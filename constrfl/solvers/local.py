@@ -1,0 +1,141 @@
+"""Subproblem solvers for smooth, strongly convex functions and composite ones.
+
+* :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search; L-BFGS
+  (scipy) when no Hessian is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.
+* :func:`minimize_composite`: proximal Newton for ``f + P`` with the scaled prox
+  subproblem solved by ADMM on the quadratic model; stops when
+  ``dist∞(0, ∇f(x) + ∂P(x)) ≤ tol`` (computed exactly by ``P.dist``).
+
+Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from ..prox import Zero
+
+ARMIJO = 1e-4
+
+
+@dataclass
+class LocalResult:
+    x: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+
+
+def _newton_direction(H, g):
+    """Solve ``H d = −g`` for a symmetric H ⪰ 0, regularizing if Cholesky fails."""
+    try:
+        return -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
+    except (np.linalg.LinAlgError, ValueError):
+        lam, V = np.linalg.eigh(H)
+        lam = np.maximum(lam, 1e-12 * max(1.0, np.abs(lam).max()))
+        return -V @ ((V.T @ g) / lam)
+
+
+def _accept(f_new, f, slope, t, r_new, r):
+    """Armijo decrease, or (near the solution, where f stalls at rounding level) a
+    halving of the stationarity residual without an increase of f."""
+    if not np.isfinite(f_new):
+        return False
+    if f_new <= f + ARMIJO * t * slope:
+        return True
+    return r_new is not None and r_new <= 0.5 * r and f_new <= f + 1e-12 * (1 + abs(f))
+
+
+def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
+    """Minimize a smooth strongly convex ``fun`` from ``x0`` until ``‖∇f‖∞ ≤ tol``."""
+    x = np.array(x0, dtype=np.float64)
+    f, g, H = fun(x, 2 if use_hessian else 1)
+    if H is None:
+        return _lbfgs(fun, x, tol, max_iter)
+    r = float(np.max(np.abs(g)))
+    for it in range(max_iter):
+        if r <= tol:
+            return LocalResult(x, it, r, True)
+        d = _newton_direction(H, g)
+        slope = float(g @ d)
+        if not slope < 0:
+            d, slope = -g, -float(g @ g)
+        t = 1.0
+        while True:
+            x_new = x + t * d
+            f_new, g_new, _ = fun(x_new, 1)
+            r_new = float(np.max(np.abs(g_new))) if np.all(np.isfinite(g_new)) else None
+            if _accept(f_new, f, slope, t, r_new, r):
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return LocalResult(x, it, r, False)
+        x = x_new
+        f, g, H = fun(x, 2)
+        r = float(np.max(np.abs(g)))
+    return LocalResult(x, max_iter, r, r <= tol)
+
+
+def _lbfgs(fun, x0, tol, max_iter):
+    res = scipy.optimize.minimize(lambda x: fun(x, 1)[:2], x0, jac=True, method="L-BFGS-B",
+                                  options={"gtol": tol, "ftol": 0.0, "maxcor": 20,
+                                           "maxiter": 50 * max_iter})
+    r = float(np.max(np.abs(fun(res.x, 1)[1])))
+    return LocalResult(res.x, int(res.nit), r, r <= tol)
+
+
+def minimize_composite(fun, P, x0, tol, max_iter=100):
+    """Minimize ``fun + P`` (fun smooth, strongly convex; P prox-friendly) until
+    ``dist∞(0, ∇fun(x) + ∂P(x)) ≤ tol``."""
+    if isinstance(P, Zero):
+        return minimize_smooth(fun, x0, tol, max_iter)
+    x = P.prox(np.asarray(x0, dtype=np.float64), 0.0)     # into dom P
+    f, g, H = fun(x, 2)
+    if H is None:
+        raise ValueError("the composite solver needs Hessians; use regularizer "
+                         "Zero or functions with Hessians")
+    F = f + P.value(x)
+    r = P.dist(x, g)
+    for it in range(max_iter):
+        if r <= tol:
+            return LocalResult(x, it, r, True)
+        z = _prox_newton_point(x, g, H, P, min(0.1 * tol, 0.1 * r * min(1.0, r)))
+        d = z - x
+        slope = float(g @ d) + P.value(z) - P.value(x)
+        t = 1.0
+        while True:
+            x_new = z if t == 1.0 else x + t * d
+            f_new, g_new, _ = fun(x_new, 1)
+            F_new = f_new + P.value(x_new)
+            r_new = P.dist(x_new, g_new) if np.all(np.isfinite(g_new)) else None
+            if _accept(F_new, F, min(slope, 0.0), t, r_new, r):
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return LocalResult(x, it, r, False)
+        x, F = x_new, F_new
+        f, g, H = fun(x, 2)
+        r = P.dist(x, g)
+    return LocalResult(x, max_iter, r, r <= tol)
+
+
+def _prox_newton_point(x, g, H, P, tol, max_iter=20000):
+    """``argmin_z gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)`` by ADMM on the splitting y = z:
+    y-step solves (H + σI)y = Hx − g + σ(z − q) (eigendecomposition of H, done once),
+    z-step is ``prox_{P/σ}``.  σ = √(λmin λmax) balances the model's conditioning.
+    Returns z (it carries P's exact structure) once its model residual is ≤ tol."""
+    lam, V = np.linalg.eigh(H)
+    lam = np.maximum(lam, 1e-14 * max(lam.max(), 1.0))
+    sigma = float(np.sqrt(lam.min() * lam.max()))
+    base = H @ x - g
+    z, q = x.copy(), np.zeros_like(x)
+    for it in range(max_iter):
+        y = V @ ((V.T @ (base + sigma * (z - q))) / (lam + sigma))
+        z = P.prox(y + q, 1.0 / sigma)
+        q += y - z
+        if it % 10 == 9 and P.dist(z, g + H @ (z - x)) <= tol:
+            break
+    return z

@@ -1,0 +1,212 @@
+import math
+from decimal import Decimal, localcontext
+
+import numpy as np
+import pytest
+
+from constrfl import kernels as K
+
+SHAPES = [(1, 1), (1, 4), (6, 1), (40, 3), (257, 12)]
+CASES = [(N, d, weighted) for N, d in SHAPES for weighted in (False, True)]
+
+
+def relerr(a, b, floor=1e-8):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), floor)
+
+
+def make(N, d, weighted, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed + 1000 * N + d)
+    X = rng.standard_normal((N, d)) * scale
+    y = (rng.random(N) < 0.5).astype(float)
+    s = rng.uniform(0.1, 3.0, N) if weighted else np.ones(N)
+    w = rng.standard_normal(d)
+    return X, y, s, w
+
+
+# ---- plain NumPy references, straight from the formulas -------------------
+def ref_logistic(X, y, s, w):
+    z = X @ w
+    S = s.sum()
+    p = 1.0 / (1.0 + np.exp(-z))
+    val = np.sum(s * (np.log(1.0 + np.exp(z)) - y * z)) / S
+    grad = X.T @ (s * (p - y)) / S
+    hess = X.T @ np.diag(s * p * (1 - p)) @ X / S
+    return val, grad, hess
+
+
+def ref_lsq(X, y, s, w):
+    r = X @ w - y
+    S = s.sum()
+    return np.sum(s * 0.5 * r**2) / S, X.T @ (s * r) / S, X.T @ np.diag(s) @ X / S
+
+
+@pytest.mark.parametrize("N,d,weighted", CASES)
+def test_logistic_matches_numpy(N, d, weighted):
+    X, y, s, w = make(N, d, weighted)
+    val, grad, hess = ref_logistic(X, y, s, w)
+    v0 = K.logistic_value(X, y, s, w)
+    v1, g1 = K.logistic_value_grad(X, y, s, w)
+    v2, g2, H2 = K.logistic_value_grad_hess(X, y, s, w)
+    for v in (v0, v1, v2):
+        assert relerr(v, val) < 1e-12
+    for g in (g1, g2):
+        assert g.shape == (d,) and relerr(g, grad) < 1e-12
+    assert H2.shape == (d, d) and relerr(H2, hess) < 1e-12
+    assert np.array_equal(H2, H2.T)
+    vec = np.random.default_rng(N).standard_normal(d)
+    assert relerr(K.logistic_hessvec(X, s, w, vec), hess @ vec) < 1e-12
+
+
+@pytest.mark.parametrize("N,d,weighted", CASES)
+def test_lsq_matches_numpy(N, d, weighted):
+    X, _, s, w = make(N, d, weighted)
+    y = np.random.default_rng(N + d).standard_normal(N)
+    val, grad, hess = ref_lsq(X, y, s, w)
+    v, g = K.lsq_value_grad(X, y, s, w)
+    H = K.lsq_hess(X, s)
+    assert relerr(v, val) < 1e-12
+    assert g.shape == (d,) and relerr(g, grad) < 1e-12
+    assert H.shape == (d, d) and relerr(H, hess) < 1e-12
+    assert np.array_equal(H, H.T)
+
+
+@pytest.mark.parametrize("N,d,weighted", [(1, 1, False), (40, 3, True), (257, 12, True)])
+def test_grad_rows(N, d, weighted):
+    X, y, s, w = make(N, d, weighted)
+    yl = np.random.default_rng(N).standard_normal(N)
+    rng = np.random.default_rng(d)
+    for idx in (np.arange(N), rng.integers(0, N, size=max(1, N // 3)), np.array([N - 1, 0, N - 1])):
+        idx = idx.astype(np.int64)
+        Xi, yi, si, yli = X[idx], y[idx], s[idx], yl[idx]
+        assert relerr(K.logistic_grad_rows(X, y, s, w, idx), ref_logistic(Xi, yi, si, w)[1]) < 1e-12
+        assert relerr(K.lsq_grad_rows(X, yl, s, w, idx), ref_lsq(Xi, yli, si, w)[1]) < 1e-12
+
+
+# ---- finite differences ----------------------------------------------------
+def fd_grad(f, w, h=1e-5):
+    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
+
+
+def fd_jac(F, w, h=1e-5):
+    return np.column_stack([(F(w + h * e) - F(w - h * e)) / (2 * h) for e in np.eye(len(w))])
+
+
+@pytest.mark.parametrize("N,d,weighted", [(1, 1, False), (6, 1, True), (40, 3, True), (257, 12, False)])
+def test_finite_differences(N, d, weighted):
+    X, y, s, w = make(N, d, weighted)
+    yl = np.random.default_rng(N).standard_normal(N)
+    _, g, H = K.logistic_value_grad_hess(X, y, s, w)
+    assert relerr(g, fd_grad(lambda u: K.logistic_value(X, y, s, u), w)) < 1e-6
+    assert relerr(H, fd_jac(lambda u: K.logistic_value_grad(X, y, s, u)[1], w)) < 1e-6
+    _, gl = K.lsq_value_grad(X, yl, s, w)
+    assert relerr(gl, fd_grad(lambda u: K.lsq_value_grad(X, yl, s, u)[0], w)) < 1e-6
+    assert relerr(K.lsq_hess(X, s), fd_jac(lambda u: K.lsq_value_grad(X, yl, s, u)[1], w)) < 1e-6
+
+
+# ---- stability against a 60-digit Decimal reference ------------------------
+def decimal_logistic(X, y, s, w):
+    """High-precision reference: z_j = X[j] @ w is formed in float64 by the same
+    ordered sum the kernel uses; everything after that is done in 60 digits."""
+    N, d = X.shape
+    with localcontext() as ctx:
+        ctx.prec = 60
+        one = Decimal(1)
+        S = sum(Decimal(v) for v in s)
+        val, g, H = Decimal(0), [Decimal(0)] * d, [[Decimal(0)] * d for _ in range(d)]
+        for j in range(N):
+            zf = 0.0
+            for k in range(d):
+                zf += X[j, k] * w[k]
+            z = Decimal(zf)
+            sj, yj = Decimal(s[j]), Decimal(y[j])
+            sig = one / (one + (-z).exp())
+            val += sj * ((one + z.exp()).ln() - yj * z)
+            xs = [Decimal(v) for v in X[j]]
+            for a in range(d):
+                g[a] += sj * (sig - yj) * xs[a]
+                for b in range(d):
+                    H[a][b] += sj * sig * (one - sig) * xs[a] * xs[b]
+        return (float(val / S), np.array([float(v / S) for v in g]),
+                np.array([[float(v / S) for v in row] for row in H]))
+
+
+EXTREME_Z = [1000.0, -1000.0, 745.5, -745.5, 746.0, -746.0, 709.8, -709.8, 40.0, -40.0, 36.7, -36.7, 1e-3, 0.0]
+
+
+@pytest.mark.parametrize("z", EXTREME_Z)
+@pytest.mark.parametrize("y", [0.0, 1.0])
+def test_stability_single_sample(z, y):
+    X, yy, s, w = np.ones((1, 1)), np.array([y]), np.ones(1), np.array([z])
+    rv, rg, rH = decimal_logistic(X, yy, s, w)
+    v, g, H = K.logistic_value_grad_hess(X, yy, s, w)
+    hv = K.logistic_hessvec(X, s, w, np.ones(1))
+    for got, ref in ((v, rv), (g[0], rg[0]), (H[0, 0], rH[0, 0]), (hv[0], rH[0, 0])):
+        assert math.isfinite(got)
+        assert math.isclose(got, ref, rel_tol=1e-14, abs_tol=1e-300), (got, ref)
+    assert K.logistic_value(X, yy, s, w) == v
+
+
+def test_stability_known_values():
+    X, s = np.ones((1, 1)), np.ones(1)
+    assert K.logistic_value(X, np.zeros(1), s, np.array([1000.0])) == 1000.0
+    assert K.logistic_value(X, np.ones(1), s, np.array([-1000.0])) == 1000.0
+    assert K.logistic_value(X, np.ones(1), s, np.array([1000.0])) == 0.0
+    assert K.logistic_value(X, np.zeros(1), s, np.array([0.0])) == math.log(2.0)
+    _, g, H = K.logistic_value_grad_hess(X, np.zeros(1), s, np.array([-1000.0]))
+    assert g[0] == 0.0 and H[0, 0] == 0.0
+    _, g, H = K.logistic_value_grad_hess(X, np.zeros(1), s, np.array([40.0]))
+    assert g[0] == 1.0 and H[0, 0] == math.exp(-40.0)
+    _, g, _ = K.logistic_value_grad_hess(X, np.ones(1), s, np.array([40.0]))
+    assert math.isclose(g[0], -math.exp(-40.0), rel_tol=1e-15)  # naive sigma - 1 gives 0
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_stability_mixed_batch(weighted):
+    rng = np.random.default_rng(7)
+    N, d = 2 * len(EXTREME_Z), 3
+    w = np.array([1.0, -0.5, 0.25])
+    X = rng.standard_normal((N, d))
+    z = np.array(EXTREME_Z + [-t for t in EXTREME_Z])
+    X[:, 0] = (z - X[:, 1:] @ w[1:]) / w[0]  # rows hit the extreme margins
+    y = (rng.random(N) < 0.5).astype(float)
+    s = rng.uniform(0.1, 3.0, N) if weighted else np.ones(N)
+    rv, rg, rH = decimal_logistic(X, y, s, w)
+    v, g, H = K.logistic_value_grad_hess(X, y, s, w)
+    assert np.isfinite(v) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))
+    assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
+    vec = np.array([0.3, -1.0, 2.0])
+    assert relerr(K.logistic_hessvec(X, s, w, vec), rH @ vec) < 1e-13
+    idx = np.arange(N, dtype=np.int64)
+    assert relerr(K.logistic_grad_rows(X, y, s, w, idx), rg) < 1e-13
+
+
+# ---- determinism -----------------------------------------------------------
+def _bytes(out):
+    return b"".join(np.asarray(o, dtype=float).tobytes() for o in (out if isinstance(out, tuple) else (out,)))
+
+
+def test_bit_reproducible_and_consistent():
+    X, y, s, w = make(300, 9, True, seed=3)
+    yl = np.random.default_rng(1).standard_normal(300)
+    v = np.random.default_rng(2).standard_normal(9)
+    idx = np.random.default_rng(3).integers(0, 300, 50).astype(np.int64)
+    calls = [
+        lambda: K.logistic_value(X, y, s, w),
+        lambda: K.logistic_value_grad(X, y, s, w),
+        lambda: K.logistic_value_grad_hess(X, y, s, w),
+        lambda: K.logistic_hessvec(X, s, w, v),
+        lambda: K.logistic_grad_rows(X, y, s, w, idx),
+        lambda: K.lsq_value_grad(X, yl, s, w),
+        lambda: K.lsq_hess(X, s),
+        lambda: K.lsq_grad_rows(X, yl, s, w, idx),
+    ]
+    for call in calls:
+        assert _bytes(call()) == _bytes(call())
+    # the fused kernels agree bit for bit with each other
+    v0 = K.logistic_value(X, y, s, w)
+    v1, g1 = K.logistic_value_grad(X, y, s, w)
+    v2, g2, _ = K.logistic_value_grad_hess(X, y, s, w)
+    assert v0 == v1 == v2 and g1.tobytes() == g2.tobytes()
+    full = np.arange(300, dtype=np.int64)
+    assert K.logistic_grad_rows(X, y, s, w, full).tobytes() == g1.tobytes()
