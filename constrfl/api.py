@@ -14,11 +14,13 @@ from .solvers.proxal import CentralSubsolver, FederatedSubsolver, proximal_al
 __all__ = ["solve", "METHODS"]
 
 METHODS = ("fedproxal", "cproxal")
+BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
+             "feddualavg", "fedmid-osp", "feddualavg-osp")
 
 
 def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptive_rho=True, w0=None, seed=0,
           max_outer=200, max_inner=10000, s_bar=1e-2, tau_decay=0.2, q=0.9,
-          local_max_iter=100, verbose=False, callback=None):
+          local_max_iter=100, verbose=False, callback=None, **baseline_options):
     """Solve problem (5) by the proximal augmented Lagrangian method.
 
     Parameters
@@ -42,6 +44,8 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
     verbose : print one row per outer iteration.
     callback : called after every outer iteration with a dict (the history record plus
         ``w``, ``w_prev``, ``beta``, ``multipliers_prev`` and ``multipliers``).
+    **baseline_options : options of the baseline methods (FedAvg, FedAdam, ...; see
+        :mod:`constrfl.solvers.baselines`); an error for the proximal AL methods.
 
     ``status`` is ``"optimal"`` only when the KKT residuals, recomputed at the returned
     point, meet ``tol``; otherwise ``message`` names the residual that failed.
@@ -49,6 +53,13 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
     start = time.perf_counter()
     _check_problem(problem)
     eps1, eps2 = _tolerances(tol)
+    if method in BASELINES:
+        from .solvers.baselines import solve_baseline
+        return solve_baseline(problem, method, (eps1, eps2), w0=w0, seed=seed,
+                              verbose=verbose, callback=callback, **baseline_options)
+    if baseline_options:
+        raise TypeError(f"solve() got unexpected options for method {method!r}: "
+                        f"{sorted(baseline_options)}")
     beta = _positive(beta, "beta")
     s_bar = _positive(s_bar, "s_bar")
     if tau_decay is not None and not (isinstance(tau_decay, numbers.Real)
@@ -70,7 +81,7 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
     elif method == "cproxal":
         sub = CentralSubsolver(problem, local_max_iter)
     else:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+        raise ValueError(f"unknown method {method!r}; choose one of {METHODS + BASELINES}")
 
     report = _Table(verbose, method, problem)
     w, status, message, history, outer, inner = proximal_al(

@@ -72,6 +72,11 @@ class Function:
     def value_grad(self, w):
         return self.value(w), self.grad(w)
 
+    def minibatch_grad(self, w, rng, batch_size=None):
+        """Gradient on ``batch_size`` of this function's rows drawn without replacement
+        by ``rng`` (the full gradient for ``None``, or for functions without rows)."""
+        return self.grad(w)
+
     @property
     def has_hess(self) -> bool:
         return True
@@ -178,6 +183,10 @@ class Sum(Function):
 
     def hess(self, w, y=None):
         return sum(f.hess(w, a if y is None else a * y) for f, a in zip(self.terms, self.weights))
+
+    def minibatch_grad(self, w, rng, batch_size=None):
+        return sum(a * f.minibatch_grad(w, rng, batch_size)
+                   for f, a in zip(self.terms, self.weights))
 
     @property
     def has_hess(self):
@@ -311,6 +320,12 @@ class _RowLoss(Function):
     def data(self):
         return [("X", self.X), ("y", self.y), ("sample_weight", self.s)]
 
+    def minibatch_grad(self, w, rng, batch_size=None):
+        if batch_size is None or batch_size >= self.n_samples:
+            return self.grad(w)
+        idx = np.sort(rng.choice(self.n_samples, size=batch_size, replace=False))
+        return self._grad_rows(self.X, self.y, self.s, w, idx.astype(np.int64))
+
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n_samples}, d={self.dim})"
 
@@ -321,6 +336,8 @@ class LeastSquares(_RowLoss):
     def __init__(self, X, y, sample_weight=None):
         super().__init__(X, y, sample_weight, "LeastSquares")
         self._H = None
+
+    _grad_rows = staticmethod(kernels.lsq_grad_rows)
 
     def value(self, w):
         return kernels.lsq_value_grad(self.X, self.y, self.s, w)[0]
@@ -350,6 +367,8 @@ class LogisticLoss(_RowLoss):
         super().__init__(X, y, sample_weight, "LogisticLoss")
         if not np.all((self.y == 0) | (self.y == 1) | ~np.isfinite(self.y)):
             raise ValueError("LogisticLoss: y must hold labels in {0, 1}")
+
+    _grad_rows = staticmethod(kernels.logistic_grad_rows)
 
     def value(self, w):
         return kernels.logistic_value(self.X, self.y, self.s, w)

@@ -88,6 +88,12 @@ class Party:
             return 0.0, np.zeros_like(w)
         return self.objective.value_grad(w)
 
+    def f_minibatch_grad(self, w, rng, batch_size=None):
+        """∇fᵢ on a minibatch of the party's own rows (drawn by the party's ``rng``)."""
+        if self.objective is None:
+            return np.zeros_like(w)
+        return self.objective.minibatch_grad(w, rng, batch_size)
+
     def f_hess(self, w):
         return None if self.objective is None else self.objective.hess(w)
 
