@@ -7,6 +7,7 @@ returns ν with the same sign convention (checked in the tests through stationar
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ from .result import KKT, Multipliers, SolveResult
 __all__ = ["certify", "Certificate", "pooled_cvxpy"]
 
 TIGHT = dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9,
-             max_iter=500)
+             static_regularization_constant=1e-10, max_iter=500)
 
 
 @dataclass
@@ -98,8 +99,9 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-8,
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
     compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``).
 
-    ``atol`` is passed to :func:`constrfl.kkt` for the reference point only (an
-    interior-point solution sits near, not on, kinks and bounds).
+    Clarabel runs with tolerances 1e-9 first and with its defaults if that does not
+    end "optimal".  ``atol`` is passed to :func:`constrfl.kkt` for the reference point
+    only (an interior-point solution sits near, not on, kinks, bounds and μ = 0).
     """
     import cvxpy as cp
     if isinstance(result, SolveResult):
@@ -110,8 +112,12 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-8,
     opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
     t0 = time.perf_counter()
     try:
-        prob.solve(solver=solver, **opts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")       # "inaccurate" is handled just below
+            prob.solve(solver=solver, **opts)
     except cp.SolverError:
+        pass
+    if prob.status != cp.OPTIMAL and opts:
         prob.solve(solver=solver)                 # retry with the solver's defaults
     elapsed = time.perf_counter() - t0
     if wvar.value is None:

@@ -1,0 +1,23 @@
+"""Small problem instances shared by the tests (synthetic, no files needed)."""
+import numpy as np
+
+from constrfl.problems import lcqp, neyman_pearson
+from constrfl.problems.datasets import make_classification
+from constrfl.problems.partition import stratified_split
+
+
+def np_problem(n_clients, r=0.4, rows=600, server_separation=None, regularizer=None, seed=0):
+    """Neyman-Pearson (30) on synthetic data; ``server_separation`` adds a global
+    class-1 constraint on 200 server rows (lower separation = harder to satisfy)."""
+    data = make_classification(n_samples=rows, n_features=5, seed=seed)
+    ids = stratified_split(data.y, n_clients, seed=seed)
+    server = None
+    if server_separation is not None:
+        sv = make_classification(n_samples=200, n_features=5, separation=server_separation,
+                                 seed=seed + 100)
+        server = (sv.X, sv.y)
+    return neyman_pearson(data.X, data.y, ids, r, server_data=server, regularizer=regularizer)
+
+
+def lcqp_problem():
+    return lcqp(n_clients=5, dim=50, rows_per_client=2, seed=0)
