@@ -29,13 +29,16 @@ class Party:
         self.constraints = _as_list(constraints)
         self.equalities = _as_list(equalities)
         self._check_types()
+        first = next((f.dim for _, f in self._slots() if f.dim is not None), None)
+        if first is not None:
+            self.check_dim(first)
         self.ineq_sizes = [1 if c.size is None else c.size for c in self.constraints]
         self.eq_sizes = [1 if h.size is None else h.size for h in self.equalities]
         self.n_ineq, self.n_eq = sum(self.ineq_sizes), sum(self.eq_sizes)
 
     # -- validation -------------------------------------------------------------------
     def _where(self):
-        return f"{self.kind} {self.name!r}" if self.name is not None else self.kind
+        return self.kind if self.name in (None, self.kind) else f"{self.kind} {self.name!r}"
 
     def _slots(self):
         if self.objective is not None:
@@ -200,10 +203,7 @@ class Problem:
             return int(dim)
         for p in self.parties:
             if p.dims:
-                first = min(p.dims)
-                for q in self.parties:
-                    q.check_dim(first)
-                return first
+                return p.dims.pop()
         raise ValueError("cannot infer the dimension from the functions; pass dim=")
 
     @property
