@@ -231,10 +231,12 @@ class _Ball(Regularizer):
         return 0.0 if self._norm(w) <= self.radius * (1 + 1e-12) else np.inf
 
     def dist(self, w, g, atol=0.0):
-        n = self._norm(w)
-        if n > self.radius + atol:
+        """On the sphere when within ``atol`` plus a relative 1e-12 (rounding of the
+        projection) of it; ``inf`` outside."""
+        n, slack = self._norm(w), atol + 1e-12 * self.radius
+        if n > self.radius + slack:
             return np.inf
-        if n < self.radius - atol:
+        if n < self.radius - slack:
             return float(np.max(np.abs(g), initial=0.0))
         return self._boundary_dist(w, g, atol)
 
@@ -284,3 +286,55 @@ class L1Ball(_Ball):
     def cvxpy(self, w):
         import cvxpy as cp
         return 0.0, [cp.norm1(w) <= self.radius]
+
+
+class Nuclear(Regularizer):
+    """``P(w) = lam‖W‖_*`` (sum of singular values) for a matrix-shaped ``w``:
+    ``W = w.reshape(shape)`` in numpy's row-major (C) order, ``shape = (p, q)``.
+
+    prox: soft thresholding of the singular values, ``U·max(s − t·lam, 0)·Vᵀ``.
+
+    ``dist`` is **not** the exact ``dist∞(0, g + ∂P(w))`` of ALGORITHMS.md §2: the
+    subdifferential ``{lam(UVᵀ + M) : UᵀM = 0, MV = 0, ‖M‖₂ ≤ 1}`` has no cheap exact
+    ∞-norm distance, so it is the §2 fallback, the prox-gradient residual
+    ``‖w − prox_P(w − g)‖∞`` (zero exactly at stationary points, continuous in ``w``,
+    and ≤ the Euclidean distance to ``−∂P(w)``; ``atol`` is not needed and ignored).
+    ``exact_dist = False`` marks this.
+    """
+
+    exact_dist = False
+
+    def __init__(self, lam, shape):
+        self.lam = _positive(lam, "lam", "Nuclear")
+        try:
+            p, q = (int(k) for k in shape)
+        except (TypeError, ValueError):
+            raise ValueError(f"Nuclear: shape must be a pair (p, q), got {shape!r}") from None
+        if p < 1 or q < 1 or (p, q) != tuple(shape):
+            raise ValueError(f"Nuclear: shape must be two positive integers, got {shape!r}")
+        self.shape = (p, q)
+
+    def check_dim(self, dim):
+        if self.shape[0] * self.shape[1] != dim:
+            raise ValueError(f"Nuclear: shape {self.shape} has {self.shape[0] * self.shape[1]} "
+                             f"entries, expected dim = {dim}")
+
+    def value(self, w):
+        s = np.linalg.svd(np.reshape(w, self.shape), compute_uv=False)
+        return self.lam * float(s.sum())
+
+    def prox(self, v, t):
+        U, s, Vt = np.linalg.svd(np.reshape(np.asarray(v, dtype=np.float64), self.shape),
+                                 full_matrices=False)
+        return ((U * np.maximum(s - self.lam * t, 0.0)) @ Vt).ravel()
+
+    def dist(self, w, g, atol=0.0):
+        w = np.asarray(w, dtype=np.float64)
+        return float(np.max(np.abs(w - self.prox(w - g, 1.0)), initial=0.0))
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        return self.lam * cp.normNuc(cp.reshape(w, self.shape, order="C")), []
+
+
+__all__ += ["Nuclear"]

@@ -1,0 +1,90 @@
+"""Functions: derivatives against finite differences, cvxpy forms against values,
+curvature bookkeeping of the arithmetic."""
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from constrfl import functions as fn
+
+rng = np.random.default_rng(1)
+d = 4
+X = rng.standard_normal((30, d))
+ylab = (X[:, 0] + 0.3 * rng.standard_normal(30) > 0).astype(float)
+sw = rng.uniform(0.5, 2.0, 30)
+A = rng.standard_normal((d, d))
+A = A @ A.T
+C = rng.standard_normal((2, d))
+
+SCALAR = {
+    "quadratic": fn.Quadratic(A, rng.standard_normal(d), 0.7),
+    "affine1d": fn.Affine(C[0], 0.3),
+    "lsq": fn.LeastSquares(X, X @ np.ones(d), sample_weight=sw),
+    "logistic": fn.LogisticLoss(X, ylab),
+    "logistic_weighted": fn.LogisticLoss(X, ylab, sample_weight=sw),
+    "combo": 0.5 * fn.LogisticLoss(X, ylab) + fn.Quadratic(A) - 0.2,
+}
+
+
+def fd_grad(f, w, h=1e-6):
+    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(w.size)]).T
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+def test_scalar_derivatives(name):
+    f = SCALAR[name]
+    w = rng.standard_normal(d)
+    assert np.allclose(f.grad(w), fd_grad(f.value, w), rtol=1e-6, atol=1e-7)
+    assert np.allclose(f.hess(w), fd_grad(f.grad, w), rtol=1e-6, atol=1e-7)
+    v, g = f.value_grad(w)
+    assert v == pytest.approx(f.value(w), rel=1e-14) and np.allclose(g, f.grad(w), rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+def test_cvxpy_form_matches_value(name):
+    f = SCALAR[name]
+    w = rng.standard_normal(d)
+    var = cp.Variable(d)
+    var.value = w
+    assert float(f.cvxpy(var).value) == pytest.approx(f.value(w), rel=1e-10)
+
+
+def test_logistic_matches_formula():
+    w = rng.standard_normal(d)
+    z = X @ w
+    ref = np.sum(sw * (np.logaddexp(0, z) - ylab * z)) / sw.sum()
+    assert SCALAR["logistic_weighted"].value(w) == pytest.approx(ref, rel=1e-13)
+
+
+def test_vector_affine_and_custom():
+    h = fn.Affine(C, [1.0, -1.0])
+    w = rng.standard_normal(d)
+    assert np.allclose(h.value(w), C @ w + [1, -1]) and h.grad(w) is h.C
+    c = fn.Custom(lambda w: np.array([w @ w, w[0] ** 2]), lambda w: np.vstack([2 * w, 2 * w[0] * np.eye(d)[0]]),
+                  lambda w: np.stack([2 * np.eye(d), 2 * np.outer(np.eye(d)[0], np.eye(d)[0])]),
+                  dim=d, size=2)
+    y = np.array([0.5, 2.0])
+    assert np.allclose(c.hess(w, y), np.eye(d) + 4 * np.outer(np.eye(d)[0], np.eye(d)[0]))
+    assert np.allclose(c.grad(w), fd_grad(c.value, w), atol=1e-6)
+
+
+def test_curvature_bookkeeping():
+    f, g = fn.LogisticLoss(X, ylab), fn.LeastSquares(X, ylab)
+    aff = fn.Affine(C[0])
+    assert (f - 0.2).curvature == "convex"
+    assert (f - g).curvature == "nonconvex" and not (f - g).is_convex
+    assert (f - aff).curvature == "convex"
+    assert (-f).curvature == "concave"
+    assert (2.0 * aff - aff).curvature == "affine"
+    assert fn.Quadratic(np.diag([1.0, -1.0])).curvature == "nonconvex"
+    assert fn.Quadratic(np.zeros((2, 2)), [1.0, 0.0]).curvature == "affine"
+    with pytest.raises(fn.NoCvxpyForm):
+        fn.Custom(np.sum, np.ones_like).cvxpy(cp.Variable(2))
+
+
+def test_minibatch_gradient_is_unbiased_subset():
+    f = fn.LogisticLoss(X, ylab)
+    w = rng.standard_normal(d)
+    g = f.minibatch_grad(w, np.random.default_rng(0), 10)
+    idx = np.sort(np.random.default_rng(0).choice(30, size=10, replace=False))
+    assert np.allclose(g, fn.LogisticLoss(X[idx], ylab[idx]).grad(w), rtol=1e-12)
+    assert np.array_equal(f.minibatch_grad(w, np.random.default_rng(0)), f.grad(w))

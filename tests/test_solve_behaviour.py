@@ -1,0 +1,127 @@
+"""solve(): statuses, reproducibility, message accounting, options, the KKT code on a
+closed form, and the demo."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import constrfl as cf
+from constrfl import functions as fn, prox
+from builders import np_problem
+
+
+def box_qp(a, upper):
+    """min ½‖w − a‖² s.t. w ≤ upper (one client, one vector constraint): closed form
+    w* = min(a, upper), μ* = [a − upper]₊."""
+    return cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(a.size), -a),
+                                 constraints=[fn.Affine(np.eye(a.size), -upper)],
+                                 name="only")])
+
+
+def test_kkt_at_closed_form():
+    a, up = np.array([2.0, -1.0, 0.5]), np.array([1.0, 1.0, 1.0])
+    p = box_qp(a, up)
+    w, mu = np.minimum(a, up), np.maximum(a - up, 0.0)
+    k = cf.kkt(p, w, {"only": (mu, [])})
+    assert k.stationarity <= 1e-15 and k.feasibility == 0 and k.complementarity == 0
+    assert k.definition1 == 0
+    k = cf.kkt(p, w, {"only": (mu + [0.1, 0.0, 0.0], [])})
+    assert k.stationarity == pytest.approx(0.1)
+    k = cf.kkt(p, w + [0.0, 0.0, 0.7], {"only": (mu, [])})
+    assert k.feasibility == pytest.approx(0.2) and k.definition1 == pytest.approx(0.2)
+    k = cf.kkt(p, w, {"only": (mu + [0.0, 0.3, 0.0], [])})     # μ > 0 on a slack row
+    assert k.complementarity == pytest.approx(0.3) and k.definition1 == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("method", ["fedproxal", "cproxal"])
+def test_closed_form_vector_constraint(method):
+    a, up = np.array([2.0, -1.0, 0.5]), np.array([1.0, 1.0, 1.0])
+    res = cf.solve(box_qp(a, up), method=method, tol=1e-8)
+    assert res.status == "optimal"
+    assert np.allclose(res.w, np.minimum(a, up), atol=1e-7)
+    assert np.allclose(res.multipliers["only"].ineq, np.maximum(a - up, 0), atol=1e-6)
+    assert res.multipliers["server"].ineq.size == 0
+
+
+def test_bit_identical_reruns():
+    p = np_problem(5, 0.4, server_separation=0.7)
+    r1 = cf.solve(p, method="fedproxal", seed=7)
+    r2 = cf.solve(p, method="fedproxal", seed=7)
+    assert r1.w.tobytes() == r2.w.tobytes()
+    assert r1.rounds == r2.rounds and r1.bytes_up == r2.bytes_up
+    assert [h["stationarity"] for h in r1.history] == [h["stationarity"] for h in r2.history]
+
+
+def test_message_accounting():
+    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration."""
+    p = np_problem(5, 0.4)
+    res = cf.solve(p, method="fedproxal")
+    n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
+    assert res.rounds == 1 + T + K
+    assert res.bytes_down == 8 * n * (d + T * (d + 1) + K * d)
+    assert res.bytes_up == 8 * n * (d + T * (d + 2) + K * (d + 5) + (K - 1) * d)
+    assert res.history[-1]["rounds"] == res.rounds
+    assert [h["k"] for h in res.history] == list(range(K))
+
+
+def test_infeasible_detected():
+    c = [fn.Affine(np.array([1.0, 0.0]), 1.0), fn.Affine(np.array([-1.0, 0.0]), 1.0)]  # w₁ ≤ −1, w₁ ≥ 1
+    p = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(2)), constraints=c[:1], name="a"),
+                    cf.Client(constraints=c[1:], name="b")])
+    for method in ("fedproxal", "cproxal"):
+        res = cf.solve(p, method=method, beta=10.0)
+        assert res.status == "infeasible", (method, res.message)
+        assert res.kkt.feasibility > 0.5
+    with pytest.raises(RuntimeError, match="infeasible"):
+        cf.certify(p, res)
+
+
+def test_max_iterations_names_failing_residual():
+    res = cf.solve(np_problem(5, 0.4), max_outer=1)
+    assert res.status == "max_iterations"
+    assert "stationarity" in res.message or "Definition 1" in res.message
+    assert not res.success
+
+
+def test_rho_samples_and_lbfgs_path():
+    """ρᵢ ∝ Nᵢ, and a Custom objective without a Hessian (local L-BFGS)."""
+    p = np_problem(4, 0.4, rows=500)
+    assert cf.solve(p, rho="samples").status == "optimal"
+    a = np.array([1.0, 2.0, -3.0])
+    f = fn.Custom(lambda w: 0.5 * np.sum((w - a) ** 2) + 0.25 * np.sum(w ** 4),
+                  lambda w: (w - a) + w ** 3, dim=3)
+    q = cf.Problem([cf.Client(objective=f, constraints=[fn.Affine(np.ones(3), -0.5)])])
+    res = cf.solve(q, tol=1e-7)
+    ref = cf.solve(cf.Problem([cf.Client(
+        objective=fn.Custom(f._value, f._grad, lambda w: np.eye(3) + np.diag(3 * w ** 2), dim=3),
+        constraints=[fn.Affine(np.ones(3), -0.5)])]), method="cproxal", tol=1e-9)
+    assert res.status == "optimal" and np.allclose(res.w, ref.w, atol=1e-6)
+
+
+def test_verbose_table_and_callback(capsys):
+    seen = []
+    res = cf.solve(np_problem(2, 0.4, rows=200), verbose=True, callback=seen.append)
+    out = capsys.readouterr().out
+    assert "stationarity" in out and f"status: {res.status}" in out
+    assert len(out.strip().splitlines()) == len(res.history) + 3
+    assert len(seen) == len(res.history) and "multipliers_prev" in seen[0]
+
+
+def test_regularizer_domain_and_server_only_constraints():
+    """Server-only constraint, L1Ball regularizer: certified against cvxpy."""
+    p0 = np_problem(3, 0.5, rows=300)
+    server = cf.Server(constraints=[fn.Affine(np.r_[np.ones(5), 0.0], -0.3)])
+    p = cf.Problem(p0.clients, server=server, regularizer=prox.L1Ball(1.5))
+    res = cf.solve(p, method="fedproxal", tol=1e-6)
+    assert res.status == "optimal", res.message
+    cert = cf.certify(p, res)
+    assert cert.objective_gap <= 1e-6 and cert.w_distance <= 1e-4
+    assert np.abs(res.w).sum() == pytest.approx(1.5, abs=1e-9)     # ball active
+
+
+def test_demo_runs():
+    out = subprocess.run([sys.executable, "-m", "constrfl.demo", "--clients", "3"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "status: optimal" in out.stdout and "relative objective gap" in out.stdout
