@@ -94,7 +94,7 @@ def _duals(cons, n):
                            for c in cons])
 
 
-def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-8,
+def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
             **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
     compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``).
