@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 
 from ..prox import Zero
@@ -30,10 +29,10 @@ class LocalResult:
 
 
 def _newton_direction(H, g):
-    """Solve ``H d = −g`` for a symmetric H ⪰ 0, regularizing if Cholesky fails."""
+    """Solve ``H d = −g`` for a symmetric H ⪰ 0, regularizing if H is singular."""
     try:
-        return -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
-    except (np.linalg.LinAlgError, ValueError):
+        return np.linalg.solve(H, -g)
+    except np.linalg.LinAlgError:
         lam, V = np.linalg.eigh(H)
         lam = np.maximum(lam, 1e-12 * max(1.0, np.abs(lam).max()))
         return -V @ ((V.T @ g) / lam)
