@@ -1,5 +1,10 @@
 """Problem templates (ALGORITHMS.md §6–7), data loaders and partitioners."""
+from .fairness import fairness
+from .lasso import federated_lasso
 from .lcqp import lcqp
+from .low_rank import low_rank_matrix
 from .neyman_pearson import neyman_pearson
+from .norm_ball import norm_ball_logistic
 
-__all__ = ["lcqp", "neyman_pearson"]
+__all__ = ["fairness", "federated_lasso", "lcqp", "low_rank_matrix", "neyman_pearson",
+           "norm_ball_logistic"]

@@ -1,0 +1,81 @@
+"""Fairness-constrained logistic regression (32): two-sided loss-disparity constraints,
+local (per client) and global (on the server's data).  Nonconvex (ALGORITHMS.md §1, §6)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import functions as fn
+from ..problem import Client, Problem, Server
+
+__all__ = ["fairness"]
+
+
+def _rows(name, X, y, s, ids=None):
+    """Check one owner's rows; ``name`` prefixes the argument names in errors."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"fairness: {name}X must be 2-D, got shape {X.shape}")
+    cols = (("y", y), ("sensitive", s)) + ((("client_ids", ids),) if ids is not None else ())
+    for arg, a in cols:
+        if np.shape(a) != (X.shape[0],):
+            raise ValueError(f"fairness: {name}{arg} has shape {np.shape(a)}, expected "
+                             f"({X.shape[0]},): one entry per row of {name}X")
+    for arg, a in cols[:2]:
+        if not np.isin(a, (0, 1)).all():
+            raise ValueError(f"fairness: {name}{arg} must hold values in {{0, 1}}")
+    return X, np.asarray(y, dtype=np.float64), np.asarray(s).astype(bool)
+
+
+def _disparity(X, y, s, delta):
+    """``[L(w; Dᵃ) − L(w; Dᵇ) − δ, L(w; Dᵇ) − L(w; Dᵃ) − δ]`` (both ≤ 0), a = {s = 0},
+    b = {s = 1}; a difference of convex functions, hence marked nonconvex."""
+    La = fn.LogisticLoss(X[~s], y[~s])
+    Lb = fn.LogisticLoss(X[s], y[s])
+    return [La - Lb - delta, Lb - La - delta]
+
+
+def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *,
+             local=True, regularizer=None):
+    """Eq. (32): ``min (1/n) Σᵢ Lᵢ(w)`` s.t. for i = 0..n
+    ``L(w; Dᵢᵃ) − L(w; Dᵢᵇ) ≤ δ`` and ``L(w; Dᵢᵇ) − L(w; Dᵢᵃ) ≤ δ``.
+
+    ``L`` is the mean logistic loss (31), ``Lᵢ`` that of all of client i's rows,
+    ``δ = max_disparity``, ``a``/``b`` the rows with ``sensitive`` 0/1 (labels ``y`` and
+    ``sensitive`` in {0, 1}).  ``client_ids[j]`` names the client of row j (clients in
+    sorted order, named ``client-<id>``).  Each client holds its pair of disparity
+    constraints (``local=False`` drops them); **a client lacking rows of one subgroup
+    gets no disparity constraints** (its disparity is undefined) but keeps its objective.
+    ``server_data=(X0, y0, s0)`` puts the same pair on the server's rows (i = 0, the
+    global constraints); there both subgroups are required.
+
+    The constraints are differences of convex functions, so the problem is nonconvex:
+    ``cf.solve`` runs (without the convex theory's guarantees) and ``cf.certify``
+    raises ValueError, since no convex ground truth exists.
+    """
+    X, y, s = _rows("", X, y, sensitive, client_ids)
+    if not (np.isfinite(max_disparity) and max_disparity > 0):
+        raise ValueError(f"fairness: max_disparity must be a finite positive number, "
+                         f"got {max_disparity!r}")
+    ids = np.asarray(client_ids)
+    labels = np.unique(ids)
+    if labels.size == 0:
+        raise ValueError("fairness: X has no rows")
+    clients = []
+    for i in labels:
+        r = ids == i
+        both = s[r].any() and not s[r].all()
+        cons = _disparity(X[r], y[r], s[r], max_disparity) if local and both else []
+        clients.append(Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[r], y[r]),
+                              constraints=cons, name=f"client-{i}"))
+    server = None
+    if server_data is not None:
+        try:
+            X0, y0, s0 = server_data
+        except (TypeError, ValueError):
+            raise ValueError("fairness: server_data must be a triple (X0, y0, s0)") from None
+        X0, y0, s0 = _rows("server_data: ", X0, y0, s0)
+        if s0.all() or not s0.any():
+            raise ValueError("fairness: server_data needs rows of both subgroups "
+                             "(sensitive 0 and 1)")
+        server = Server(constraints=_disparity(X0, y0, s0, max_disparity))
+    return Problem(clients, server=server, regularizer=regularizer)

@@ -1,0 +1,75 @@
+"""Federated Lasso: the synthetic sparse regression of the composite-optimization seed
+(``002``, Yuan, Zaheer & Reddi 2021; ALGORITHMS.md §7), as a problem (5) with P = L1."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import functions as fn
+from .. import prox
+from ..problem import Client, Problem
+
+__all__ = ["federated_lasso"]
+
+
+def _int_arg(owner, name, value, minimum=1, maximum=None):
+    """``value`` as an int in [minimum, maximum], else ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise ValueError(f"{owner}: {name} must be an integer {bound}, got {value!r}")
+    return int(value)
+
+
+def _real_arg(owner, name, value, positive=False):
+    """``value`` as a finite float ≥ 0 (> 0 with ``positive``), else ValueError."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        and np.isfinite(value) and (value > 0 if positive else value >= 0)
+    if not ok:
+        raise ValueError(f"{owner}: {name} must be a finite "
+                         f"{'positive' if positive else 'non-negative'} number, got {value!r}")
+    return float(value)
+
+
+def mean_squared_error(X, y, n_clients):
+    """Client m's share ``(1/M)·(1/N)Σⱼ (xⱼᵀw − yⱼ)²`` of the seed's objective, i.e.
+    ``(2/M)·LeastSquares`` (``fn.LeastSquares`` carries a factor ½)."""
+    return (2.0 / n_clients) * fn.LeastSquares(X, y)
+
+
+def federated_lasso(n_clients=4, n_samples_per_client=32, dim=20, sparsity=5, noise=0.1,
+                    lam=0.05, seed=0):
+    """Synthetic federated Lasso (seed ``002``, Experiment 1):
+
+        min_w  (1/M) Σₘ (1/N) Σ_{(x,y)∈Dₘ} (xᵀw − y)²  +  lam‖w‖₁
+
+    — problem (5) with fₘ = ``(2/M)·fn.LeastSquares(Xₘ, yₘ)``, no constraints and
+    P = ``prox.L1(lam)``.  Data: ``w_true`` has ``sparsity`` non-zero entries (a random
+    support, standard normal values); each of the M = ``n_clients`` clients draws
+    N = ``n_samples_per_client`` rows x ~ N(0, I_dim) and y = xᵀw_true + noise·N(0, 1).
+    Unlike the seed there is no intercept b (``prox.L1`` would penalize it).
+    The seed's full scale is (M, N, dim, sparsity) = (64, 128, 1024, 512).
+
+    Returns the :class:`~constrfl.Problem`; the ground truth is attached as
+    ``problem.w_true`` (shape ``(dim,)``), as in every synthetic template.
+    """
+    owner = "federated_lasso"
+    M = _int_arg(owner, "n_clients", n_clients)
+    N = _int_arg(owner, "n_samples_per_client", n_samples_per_client)
+    d = _int_arg(owner, "dim", dim)
+    k = _int_arg(owner, "sparsity", sparsity, 0, d)
+    noise = _real_arg(owner, "noise", noise)
+    lam = _real_arg(owner, "lam", lam)
+    seed = _int_arg(owner, "seed", seed, 0)
+    rng = np.random.default_rng(seed)
+    w_true = np.zeros(d)
+    w_true[rng.choice(d, size=k, replace=False)] = rng.standard_normal(k)
+    clients = []
+    for m in range(M):
+        X = rng.standard_normal((N, d))
+        y = X @ w_true + noise * rng.standard_normal(N)
+        clients.append(Client(objective=mean_squared_error(X, y, M), name=f"client-{m}"))
+    problem = Problem(clients, regularizer=prox.L1(lam))
+    problem.w_true = w_true
+    return problem
