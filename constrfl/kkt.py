@@ -86,4 +86,4 @@ def kkt(problem, w, multipliers=None, atol=0.0):
         g += gp
         feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
     stat = problem.regularizer.dist(w, g, atol)
-    return KKT(float(stat), feas, compl, def1)
+    return KKT(float(stat), feas, compl, def1, problem.regularizer.exact_dist)

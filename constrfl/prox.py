@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Regularizer", "Zero", "L1", "SquaredL2", "ElasticNet", "Box", "NonNegative",
-           "L2Ball", "L1Ball"]
+           "L2Ball", "L1Ball", "Nuclear"]
 
 
 def _positive(x, name, owner, allow_zero=True):
@@ -67,6 +67,7 @@ class Regularizer:
     """Base class of the regularizers P."""
 
     smooth = False
+    exact_dist = True     # dist is the exact dist∞(0, g + ∂P(w)); False: a stand-in
 
     def value(self, w):
         raise NotImplementedError
@@ -337,4 +338,3 @@ class Nuclear(Regularizer):
         return self.lam * cp.normNuc(cp.reshape(w, self.shape, order="C")), []
 
 
-__all__ += ["Nuclear"]

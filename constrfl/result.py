@@ -23,7 +23,9 @@ class Multipliers:
 class KKT:
     """Residuals of ALGORITHMS.md §2 at a point ``(w, μ, ν)``, all in the ∞-norm.
 
-    * ``stationarity`` = dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w)), exact for every regularizer;
+    * ``stationarity`` = dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w)), exact unless
+      ``exact_stationarity`` is False (then the regularizer's documented stand-in: the
+      prox-gradient residual ‖w − prox_P(w − g)‖∞ for the nuclear norm);
     * ``feasibility`` = max(‖[c(w)]₊‖∞, ‖h(w)‖∞);
     * ``complementarity`` = ‖min(μ, −c(w))‖∞ (the natural residual);
     * ``definition1`` = max(dist∞(c(w), N_{R₊}(μ)), ‖h(w)‖∞), the feasibility measure of
@@ -34,6 +36,7 @@ class KKT:
     feasibility: float
     complementarity: float
     definition1: float
+    exact_stationarity: bool = True
 
     def meets(self, eps1, eps2):
         """True when (w, μ, ν) is (ε₁, ε₂)-optimal in the sense of Definition 1."""

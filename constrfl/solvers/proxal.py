@@ -116,7 +116,8 @@ def _finish(nodes, problem, w):
         gp, fp, cp_, dp = party_residuals(node.party, w, Multipliers(node.mu, node.nu))
         g += gp
         feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
-    kkt = KKT(float(problem.regularizer.dist(w, g)), feas, compl, def1)
+    kkt = KKT(float(problem.regularizer.dist(w, g)), feas, compl, def1,
+              problem.regularizer.exact_dist)
     return dmu, dnu, kkt
 
 
