@@ -20,7 +20,7 @@ BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada",
 
 def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptive_rho=True, w0=None, seed=0,
           max_outer=200, max_inner=10000, s_bar=1e-2, tau_decay=0.2, q=0.9,
-          local_max_iter=100, verbose=False, callback=None, **baseline_options):
+          local_max_iter=100, local_solver="newton", verbose=False, callback=None, **baseline_options):
     """Solve problem (5) by the proximal augmented Lagrangian method.
 
     Parameters
@@ -40,7 +40,10 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
     s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
         paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10.
     q : geometric decay of the clients' local tolerances inside the ADMM (§4).
-    local_max_iter : Newton iterations per local solve.
+    local_max_iter : iterations per local solve.
+    local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
+        line search; falls back to L-BFGS for functions without Hessians) or
+        ``"lbfgs"`` (scipy's L-BFGS-B, gradients only).
     verbose : print one row per outer iteration.
     callback : called after every outer iteration with a dict (the history record plus
         ``w``, ``w_prev``, ``beta``, ``multipliers_prev`` and ``multipliers``).
@@ -71,13 +74,15 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
                       ("local_max_iter", local_max_iter)):
         if not isinstance(val, numbers.Integral) or val < 1:
             raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    if local_solver not in ("newton", "lbfgs"):
+        raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got {local_solver!r}")
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     w0 = _start_point(problem, w0, seed)
 
     if method == "fedproxal":
         sub = FederatedSubsolver(problem, _rhos(problem, rho), q, max_inner, local_max_iter,
-                                 bool(adaptive_rho))
+                                 bool(adaptive_rho), local_solver)
     elif method == "cproxal":
         sub = CentralSubsolver(problem, local_max_iter)
     else:

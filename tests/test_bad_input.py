@@ -94,6 +94,7 @@ def test_duplicate_client_names():
     ("tau_decay", 1.0, "tau_decay must be None or in"),
     ("q", 0.0, "q must be in"),
     ("max_outer", 0, "max_outer must be a positive integer"),
+    ("local_solver", "sgd", "local_solver must be"),
     ("w0", [0.0, np.nan, 0.0], "w0 contains NaN or inf"),
     ("w0", [0.0, 1.0], r"w0 has shape \(2,\), expected \(3,\)"),
 ])

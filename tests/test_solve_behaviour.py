@@ -125,3 +125,23 @@ def test_demo_runs():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "status: optimal" in out.stdout and "relative objective gap" in out.stdout
+
+
+def test_lbfgs_local_solver_matches_newton():
+    p = np_problem(3, 0.4, rows=300)
+    a = cf.solve(p, local_solver="newton", tol=1e-7)
+    b = cf.solve(p, local_solver="lbfgs", tol=1e-7)
+    assert a.status == b.status == "optimal"
+    assert np.max(np.abs(a.w - b.w)) <= 1e-5
+
+
+def test_certify_refuses_what_it_cannot_check():
+    f = fn.Custom(lambda w: 0.5 * w @ w, lambda w: w, dim=2)
+    p = cf.Problem([cf.Client(objective=f, name="custom")])
+    with pytest.raises(TypeError, match=r"client 'custom': objective: Custom has no cvxpy form"):
+        cf.certify(p, np.zeros(2))
+    g = fn.Quadratic(np.eye(2))
+    q = cf.Problem([cf.Client(objective=g, constraints=[g - fn.Quadratic(2 * np.eye(2)) + 1.0],
+                              name="dc")])
+    with pytest.raises(ValueError, match=r"client 'dc': constraints\[0\] is nonconvex.*no convex ground truth"):
+        cf.certify(q, np.zeros(2))

@@ -29,8 +29,9 @@ FLOAT = 8  # bytes a float on the wire
 class Node:
     """One owner's side of Algorithms 1–2."""
 
-    def __init__(self, party, rho, local_max_iter=100):
+    def __init__(self, party, rho, local_max_iter=100, local_solver="newton"):
         self.party, self.rho, self.local_max_iter = party, float(rho), local_max_iter
+        self.use_hessian = local_solver == "newton"
         self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
         self.local_iterations = 0
 
@@ -50,7 +51,7 @@ class Node:
         self.rho *= scale
         rho = self.rho
         sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
-        res = minimize_smooth(sub, self.u, tol, self.local_max_iter)
+        res = minimize_smooth(sub, self.u, tol, self.local_max_iter, self.use_hessian)
         self.local_iterations += res.iterations
         self.u = res.x
         self.lam = self.lam + rho * (self.u - w)

@@ -25,13 +25,15 @@ class FederatedSubsolver:
 
     communicates = True
 
-    def __init__(self, problem, rhos, q, max_inner, local_max_iter, adaptive_rho=True):
+    def __init__(self, problem, rhos, q, max_inner, local_max_iter, adaptive_rho=True,
+                 local_solver="newton"):
         self.problem, self.q, self.max_inner = problem, q, max_inner
         self.adaptive_rho = adaptive_rho
-        self.clients = [Node(c, r, local_max_iter) for c, r in zip(problem.clients, rhos)]
+        self.clients = [Node(c, r, local_max_iter, local_solver)
+                        for c, r in zip(problem.clients, rhos)]
         server = problem.server
         self.server = (None if server.is_empty
-                       else Node(server, float(np.mean(rhos)), local_max_iter))
+                       else Node(server, float(np.mean(rhos)), local_max_iter, local_solver))
         self.traffic = Traffic()
         self.n, self.d = problem.n_clients, problem.dim
         self._pending = None
