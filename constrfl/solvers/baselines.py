@@ -40,7 +40,10 @@ about μ*/γ.  Minibatches sample fᵢ only; the penalty terms use the client's 
 minibatch estimate of [cᵢ]₊ would be biased).  Constraints without a penalty: ValueError.
 
 **Composite P.**  FedMid and FedDualAvg use ``P.prox`` as in seed 002 (clients and server;
-the OSP variants on the server only).  FedAvg, FedAvgM, the adaptive FedOpt methods and
+the OSP variants on the server only).  As specified there, FedMid shrinks by P twice a
+round, in the clients' Δ and in the server prox (one client, K = 1, η_s = 1, P = λ‖·‖₁: the
+round is soft thresholding by 2η_cλ), so its fixed point is biased: the seed's "curse of
+primal averaging", visible in ``validation/results/baselines.md``.  FedAvg, FedAvgM, the adaptive FedOpt methods and
 FedCAda apply P by a server prox step after their update, x ← prox_{tP}(x⁺), with t the
 step length per unit of gradient that the server's update applies at a fixed point (so a
 fixed point is stationary for F + P when Δ ≈ −η_c K ∇F):
@@ -53,7 +56,7 @@ for a separable P (Zero, L1, SquaredL2, ElasticNet, Box, NonNegative); other reg
 raise ValueError for these methods.
 
 **Traffic** (8 bytes a float): per round and sampled client, the broadcast (d floats; FedCAda
-3d; FedDualAvg d + 1) and the upload (d floats; FedCAda 3d).
+3d; FedDualAvg d + 1, z and the prox offset) and the upload (d floats; FedCAda 3d).
 
 **Status.**  The seeds run a fixed number of rounds; so do these.  ``status`` is
 ``"optimal"`` only when the KKT residuals of the *original* problem at the returned model,
@@ -173,16 +176,16 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
         report, callback)
     mults = _penalty_multipliers(problem, w, cfg["penalty_weight"])
     final = compute_kkt(problem, w, mults)
-    if status == "max_iterations":
-        if final.meets(*tol):
-            status, message = "optimal", (
-                f"KKT residuals of the original problem meet tol after {len(history)} rounds"
-                + _MULTIPLIER_NOTE * (cfg["penalty_weight"] > 0))
-        else:
-            message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); KKT "
-                       "residuals of the original problem miss tol: "
-                       + "; ".join(final.failures(*tol))
-                       + _MULTIPLIER_NOTE * (cfg["penalty_weight"] > 0))
+    note = (" (multipliers estimated as penalty_weight·[c]₊, penalty_weight·h)"
+            if cfg["penalty_weight"] else "")
+    if status == "max_iterations" and final.meets(*tol):
+        status = "optimal"
+        message = (f"KKT residuals of the original problem meet tol after {len(history)} "
+                   f"rounds{note}")
+    elif status == "max_iterations":
+        message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); KKT "
+                   "residuals of the original problem miss tol: "
+                   f"{'; '.join(final.failures(*tol))}{note}")
     res = SolveResult(w=w, status=status, message=message, objective=problem.objective(w),
                       multipliers=mults, kkt=final, method=method,
                       outer_iterations=len(history), inner_iterations=steps,
@@ -191,9 +194,6 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
                       history=history)
     report.close(res)
     return res
-
-
-_MULTIPLIER_NOTE = " (multipliers estimated as penalty_weight·[c]₊, penalty_weight·h)"
 
 
 # -- options ----------------------------------------------------------------------------
@@ -253,7 +253,8 @@ def _real(name, value, low, high, closed_low=True, closed_high=True):
         ok = (value >= low if closed_low else value > low) and \
              (value <= high if closed_high else value < high)
     if not ok:
-        interval = f"{'[' if closed_low else '('}{low}, {high}{']' if closed_high else ')'}"
+        right = "]" if closed_high and np.isfinite(high) else ")"
+        interval = f"{'[' if closed_low else '('}{low}, {high}{right}"
         raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
     return float(value)
 
