@@ -1,6 +1,7 @@
 """``constrfl.solve``: one call, a :class:`~constrfl.result.SolveResult` back."""
 from __future__ import annotations
 
+import inspect
 import numbers
 import time
 
@@ -9,60 +10,86 @@ import numpy as np
 from .kkt import kkt as compute_kkt
 from .problem import Problem
 from .result import SolveResult
-from .solvers.proxal import CentralSubsolver, FederatedSubsolver, proximal_al
+from .solvers.proxal import FederatedSubsolver, NewtonSubsolver, proximal_al
 
-__all__ = ["solve", "METHODS"]
+__all__ = ["solve", "METHODS", "BASELINES"]
 
 METHODS = ("fedproxal", "cproxal")
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
 
 
-def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptive_rho=True, w0=None, seed=0,
-          max_outer=200, max_inner=10000, s_bar=1e-2, tau_decay=0.2, q=0.9,
-          local_max_iter=100, local_solver="newton", verbose=False, callback=None, **baseline_options):
-    """Solve problem (5) by the proximal augmented Lagrangian method.
+def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=False,
+          callback=None, **options):
+    """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`.
 
-    Parameters
-    ----------
+    Parameters common to every method
+    ---------------------------------
     problem : Problem
-    method : ``"fedproxal"`` (Algorithm 1 with the ADMM of Algorithm 2) or ``"cproxal"``
-        (Algorithm 3: the same outer loop, subproblems solved on pooled data).
+    method : ``"fedproxal"`` (Algorithm 1), ``"cproxal"`` (Algorithm 3: the same outer
+        loop, subproblems solved on pooled data), or a baseline of ``BASELINES``
+        (options in :func:`constrfl.solvers.baselines.solve_baseline`).
     tol : ε or ``(ε₁, ε₂)``: stationarity and feasibility tolerances of Definition 1.
-    beta : penalty β > 0 of the augmented Lagrangian.
-    rho : ADMM penalty: a scalar for every client, one value per client, or
-        ``"samples"`` for ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows).
-    adaptive_rho : rescale ρ inside the ADMM by residual balancing (see
-        :func:`constrfl.solvers.admm.admm`); ``False`` keeps ρ fixed as in the paper.
     w0 : starting point; default a point on the unit sphere drawn from ``seed``
         (the paper's choice), projected onto dom P.
-    max_outer, max_inner : caps on outer iterations and ADMM iterations per subproblem.
-    s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
-        paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10.
-    q : geometric decay of the clients' local tolerances inside the ADMM (§4).
-    local_max_iter : iterations per local solve.
-    local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
-        line search; falls back to L-BFGS for functions without Hessians) or
-        ``"lbfgs"`` (scipy's L-BFGS-B, gradients only).
-    verbose : print one row per outer iteration.
+    seed : integer seed (the default ``w0``; the baselines' sampling).
+    verbose : print one row per outer iteration (per round for the baselines).
     callback : called after every outer iteration with a dict (the history record plus
         ``w``, ``w_prev``, ``beta``, ``multipliers_prev`` and ``multipliers``).
-    **baseline_options : options of the baseline methods (FedAvg, FedAdam, ...; see
-        :mod:`constrfl.solvers.baselines`); an error for the proximal AL methods.
+
+    Options of ``fedproxal`` and ``cproxal``
+    ----------------------------------------
+    beta : penalty β > 0 of the augmented Lagrangian [100].
+    inner : ``fedproxal``'s subproblem solver: ``"admm"`` (Algorithm 2; each round a
+        client uploads one d-vector and two scalars) or ``"newton"`` (federated
+        proximal Newton: each client uploads its local AL value, gradient and Hessian,
+        d(d+1)/2 floats, disclosing local curvature; one round per evaluation)
+        [``"admm"``].
+    rho : ADMM penalty: a scalar for every client, one value per client, or
+        ``"samples"`` for ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows) [0.1].
+    adaptive_rho : rescale ρ inside the ADMM by residual balancing (see
+        :func:`constrfl.solvers.admm.admm`); ``False`` keeps ρ fixed as in the paper
+        [True].
+    max_outer, max_inner : caps on outer iterations and on ADMM iterations (or Newton
+        steps) per subproblem [200, 10000].
+    s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
+        paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10 [1e-2, 0.2].
+    q : geometric decay of the clients' local tolerances inside the ADMM (§4) [0.9].
+    local_max_iter : iterations per local solve [100].
+    local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
+        line search; falls back to L-BFGS for functions without Hessians) or
+        ``"lbfgs"`` (scipy's L-BFGS-B, gradients only) [``"newton"``].
 
     ``status`` is ``"optimal"`` only when the KKT residuals, recomputed at the returned
     point, meet ``tol``; otherwise ``message`` names the residual that failed.
     """
     start = time.perf_counter()
     _check_problem(problem)
-    eps1, eps2 = _tolerances(tol)
+    eps = _tolerances(tol)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable")
     if method in BASELINES:
         from .solvers.baselines import solve_baseline
-        return solve_baseline(problem, method, (eps1, eps2), w0=w0, seed=seed,
-                              verbose=verbose, callback=callback, **baseline_options)
-    if baseline_options:
-        raise TypeError(f"solve() got unexpected options for method {method!r}: "
-                        f"{sorted(baseline_options)}")
+        _check_options(method, options, inspect.signature(solve_baseline).parameters)
+        return solve_baseline(problem, method, eps, w0=w0, seed=seed, verbose=verbose,
+                              callback=callback, **options)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {METHODS + BASELINES}")
+    _check_options(method, options, PROXAL_OPTIONS)
+    w0 = problem.start_point(w0, seed)
+    return _proximal_al(problem, method, eps, w0, verbose, callback, start,
+                        **dict(PROXAL_OPTIONS, **options))
+
+
+PROXAL_OPTIONS = dict(beta=100.0, inner="admm", rho=0.1, adaptive_rho=True, max_outer=200,
+                      max_inner=10000, s_bar=1e-2, tau_decay=0.2, q=0.9, local_max_iter=100,
+                      local_solver="newton")
+
+
+def _proximal_al(problem, method, eps, w0, verbose, callback, start, *, beta, inner, rho,
+                 adaptive_rho, max_outer, max_inner, s_bar, tau_decay, q, local_max_iter,
+                 local_solver):
+    eps1, eps2 = eps
     beta = _positive(beta, "beta")
     s_bar = _positive(s_bar, "s_bar")
     if tau_decay is not None and not (isinstance(tau_decay, numbers.Real)
@@ -76,17 +103,16 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
             raise ValueError(f"{name} must be a positive integer, got {val!r}")
     if local_solver not in ("newton", "lbfgs"):
         raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got {local_solver!r}")
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    w0 = _start_point(problem, w0, seed)
+    if inner not in ("admm", "newton"):
+        raise ValueError(f"inner must be 'admm' or 'newton', got {inner!r}")
 
-    if method == "fedproxal":
+    if method == "cproxal":
+        sub = NewtonSubsolver(problem, max_inner)
+    elif inner == "newton":
+        sub = NewtonSubsolver(problem, max_inner, federated=True)
+    else:
         sub = FederatedSubsolver(problem, _rhos(problem, rho), q, max_inner, local_max_iter,
                                  bool(adaptive_rho), local_solver)
-    elif method == "cproxal":
-        sub = CentralSubsolver(problem, local_max_iter)
-    else:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS + BASELINES}")
 
     report = _Table(verbose, method, problem)
     w, status, message, history, outer, inner = proximal_al(
@@ -103,6 +129,12 @@ def solve(problem, method="fedproxal", tol=1e-6, *, beta=100.0, rho=0.1, adaptiv
                       time=time.perf_counter() - start, history=history)
     report.close(res)
     return res
+
+
+def _check_options(method, options, allowed):
+    unknown = sorted(set(options) - set(allowed) - {"problem", "method", "tol"})
+    if unknown:
+        raise TypeError(f"solve() got unexpected options for method {method!r}: {unknown}")
 
 
 def _check_problem(problem):
@@ -143,22 +175,6 @@ def _rhos(problem, rho):
         if not np.isfinite(r) or r <= 0:
             raise ValueError(f"rho for client {c.name!r} must be finite and positive, got {r}")
     return arr
-
-
-def _start_point(problem, w0, seed):
-    d = problem.dim
-    if w0 is None:
-        if not isinstance(seed, numbers.Integral):
-            raise ValueError(f"seed must be an integer, got {seed!r}")
-        v = np.random.default_rng(seed).standard_normal(d)
-        w0 = v / np.linalg.norm(v)
-    else:
-        w0 = np.array(w0, dtype=np.float64)
-        if w0.shape != (d,):
-            raise ValueError(f"w0 has shape {w0.shape}, expected ({d},)")
-        if not np.all(np.isfinite(w0)):
-            raise ValueError("w0 contains NaN or inf")
-    return problem.regularizer.prox(w0, 0.0)
 
 
 class _Table:

@@ -10,6 +10,8 @@ that party's behalf (ALGORITHMS.md §1: only party i evaluates fᵢ, cᵢ, hᵢ)
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .functions import Function
@@ -218,6 +220,23 @@ class Problem:
     @property
     def is_convex(self):
         return all(p.is_convex for p in self.parties)
+
+    def start_point(self, w0=None, seed=0):
+        """``w0`` checked and projected onto dom P; by default a point on the unit
+        sphere drawn from ``seed`` (the paper's choice)."""
+        d = self.dim
+        if w0 is None:
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+                raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+            v = np.random.default_rng(seed).standard_normal(d)
+            w0 = v / np.linalg.norm(v)
+        else:
+            w0 = np.array(w0, dtype=np.float64)
+            if w0.shape != (d,):
+                raise ValueError(f"w0 has shape {w0.shape}, expected ({d},)")
+            if not np.all(np.isfinite(w0)):
+                raise ValueError("w0 contains NaN or inf")
+        return self.regularizer.prox(w0, 0.0)
 
     def objective(self, w):
         """``F(w) = f₀(w) + Σᵢ fᵢ(w) + P(w)``."""

@@ -67,6 +67,7 @@ class Regularizer:
     """Base class of the regularizers P."""
 
     smooth = False
+    separable = False     # P(w) = Σⱼ pⱼ(wⱼ): its prox acts coordinate by coordinate
     exact_dist = True     # dist is the exact dist∞(0, g + ∂P(w)); False: a stand-in
 
     def value(self, w):
@@ -92,6 +93,8 @@ class Regularizer:
 class Zero(Regularizer):
     """``P = 0``."""
 
+    separable = True
+
     smooth = True
 
     def value(self, w):
@@ -109,6 +112,8 @@ class Zero(Regularizer):
 
 class L1(Regularizer):
     """``P(w) = lam‖w‖₁``; prox is soft thresholding."""
+
+    separable = True
 
     def __init__(self, lam):
         self.lam = _positive(lam, "lam", "L1")
@@ -129,6 +134,8 @@ class L1(Regularizer):
 
 class SquaredL2(Regularizer):
     """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``)."""
+
+    separable = True
 
     smooth = True
 
@@ -152,6 +159,8 @@ class SquaredL2(Regularizer):
 class ElasticNet(Regularizer):
     """``P(w) = l1‖w‖₁ + (l2/2)‖w‖²``; prox ``soft(v, t·l1)/(1 + t·l2)``."""
 
+    separable = True
+
     def __init__(self, l1, l2):
         self.l1 = _positive(l1, "l1", "ElasticNet")
         self.l2 = _positive(l2, "l2", "ElasticNet")
@@ -172,6 +181,8 @@ class ElasticNet(Regularizer):
 
 class Box(Regularizer):
     """Indicator of ``{w : lower ≤ w ≤ upper}`` (scalars or arrays; ±inf allowed)."""
+
+    separable = True
 
     def __init__(self, lower=-np.inf, upper=np.inf):
         self.lower = np.asarray(lower, dtype=np.float64)

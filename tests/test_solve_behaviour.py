@@ -65,6 +65,31 @@ def test_message_accounting():
     assert [h["k"] for h in res.history] == list(range(K))
 
 
+def test_message_accounting_federated_newton():
+    """inner="newton": one round per evaluation of the clients' AL terms (value, plus
+    gradient and Hessian triangle when needed) and one per outer iteration."""
+    p = np_problem(5, 0.4)
+    res = cf.solve(p, inner="newton")
+    n, d, K = 5, p.dim, res.outer_iterations
+    assert res.status == "optimal"
+    evals = res.rounds - K
+    assert res.bytes_down == 8 * n * d * res.rounds
+    up_eval = res.bytes_up - 8 * n * K * (d + 5)
+    # every evaluation uploads 1 + d (+ d(d+1)/2 with the Hessian) floats per client
+    tri = d * (d + 1) // 2
+    with_hess = (up_eval - 8 * n * evals * (1 + d)) // (8 * n * tri)
+    assert 0 < with_hess <= evals
+    assert up_eval == 8 * n * (evals * (1 + d) + with_hess * tri)
+
+
+def test_options_belong_to_their_method():
+    p = np_problem(2, 0.4, rows=200)
+    with pytest.raises(TypeError, match=r"unexpected options for method 'fedavg': \['beta'\]"):
+        cf.solve(p, method="fedavg", beta=300.0, penalty="quadratic")
+    with pytest.raises(ValueError, match="inner must be 'admm' or 'newton'"):
+        cf.solve(p, inner="bfgs")
+
+
 def test_infeasible_detected():
     c = [fn.Affine(np.array([1.0, 0.0]), 1.0), fn.Affine(np.array([-1.0, 0.0]), 1.0)]  # w₁ ≤ −1, w₁ ≥ 1
     p = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(2)), constraints=c[:1], name="a"),

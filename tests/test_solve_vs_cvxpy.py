@@ -40,11 +40,16 @@ def reference(case):
     return cert
 
 
-@pytest.mark.parametrize("method", ["fedproxal", "cproxal"])
+SOLVERS = {"fedproxal": dict(method="fedproxal"),
+           "fedproxal-newton": dict(method="fedproxal", inner="newton"),
+           "cproxal": dict(method="cproxal")}
+
+
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_matches_cvxpy(case, method):
+def test_matches_cvxpy(case, solver):
     p = problem(case)
-    res = cf.solve(p, method=method, tol=1e-6)
+    res = cf.solve(p, tol=1e-6, **SOLVERS[solver])
     assert res.status == "optimal", res.message
     ref = reference(case)
     F_ref = ref.reference_objective
@@ -55,7 +60,7 @@ def test_matches_cvxpy(case, method):
     # res.kkt is what cf.kkt computes from scratch at the returned point
     again = cf.kkt(p, res.w, res.multipliers)
     assert again == res.kkt
-    if method == "fedproxal":
+    if solver.startswith("fedproxal"):
         assert res.rounds > 0 and res.bytes_up > 0 and res.bytes_down > 0
     else:
         assert res.rounds == 0

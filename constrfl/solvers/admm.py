@@ -33,7 +33,6 @@ class Node:
         self.party, self.rho, self.local_max_iter = party, float(rho), local_max_iter
         self.use_hessian = local_solver == "newton"
         self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
-        self.local_iterations = 0
 
     def begin(self, wk, beta, gamma):
         """Outer step k: form φᵢ = ALᵢ + γ/2‖· − wᵏ‖²; ADMM start uᵢ = wᵏ,
@@ -52,7 +51,6 @@ class Node:
         rho = self.rho
         sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
         res = minimize_smooth(sub, self.u, tol, self.local_max_iter, self.use_hessian)
-        self.local_iterations += res.iterations
         self.u = res.x
         self.lam = self.lam + rho * (self.u - w)
         return eps, self.u + self.lam / rho, float(np.max(np.abs(self.u - w)))

@@ -77,8 +77,6 @@ from functools import partial
 
 import numpy as np
 
-from .. import prox
-from ..api import _start_point
 from ..kkt import kkt as compute_kkt
 from ..result import Multipliers, SolveResult
 from .admm import Traffic
@@ -108,7 +106,6 @@ SPECIFIC = {
     "correction": ("linear", ("fedcada",)),
 }
 
-SEPARABLE = (prox.Zero, prox.L1, prox.SquaredL2, prox.ElasticNet, prox.Box)
 
 
 def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, callback=None,
@@ -161,9 +158,7 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
                     correction=correction)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    w0 = _start_point(problem, w0, seed)
+    w0 = problem.start_point(w0, seed)
     client_update, server = _family(method, problem.regularizer, w0, cfg)
     streams = np.random.SeedSequence(seed).spawn(problem.n_clients + 1)
     shares = [_Share(c, problem.n_clients, cfg["penalty_weight"], cfg["batch_size"],
@@ -233,7 +228,7 @@ def _settings(problem, method, **given):
         raise ValueError("fedcada: the problem has server functions (f₀, c₀ or h₀); FedCAda "
                          "steps in its clients' Adam metric and has no server-side share")
     vector_gain = method in ADAPTIVE + ("fedcada",)
-    if vector_gain and not isinstance(problem.regularizer, SEPARABLE):
+    if vector_gain and not problem.regularizer.separable:
         raise ValueError(f"{method}: its server prox step is per coordinate (an adaptive "
                          f"metric), which needs a separable regularizer; got "
                          f"{problem.regularizer!r}: use fedmid or feddualavg")

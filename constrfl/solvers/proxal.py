@@ -5,8 +5,9 @@ update each owner's multipliers (step 3), and stop when the KKT residuals of §2
 recomputed at (w^{k+1}, μ^{k+1}, ν^{k+1}), meet (ε₁, ε₂).  By Theorem 3 the paper's rule
 (11) implies that, so this stops no later than (11) does; both are recorded.
 
-The two methods differ only in the subproblem solver: ``fedproxal`` runs Algorithm 2
-(:mod:`.admm`) over the clients; ``cproxal`` minimizes the pooled Ψ_k directly
+The methods differ only in the subproblem solver: ``fedproxal`` runs Algorithm 2
+(:mod:`.admm`) over the clients, or a federated proximal Newton method
+(``inner="newton"``); ``cproxal`` minimizes the pooled Ψ_k directly
 (:func:`.local.minimize_composite`).
 """
 from __future__ import annotations
@@ -58,47 +59,57 @@ class FederatedSubsolver:
         return w, iters, ok
 
     def finish(self, w):
-        """Multiplier step and the owners' residual messages at w^{k+1}: one round
-        (w^{k+1} down; Δμ, Δν, the Lagrangian-gradient share and 3 residuals up)."""
-        self.traffic.exchange(self.n, self.d, self.d + 5)
-        return _finish(self.nodes, self.problem, w)
+        return _finish(self.nodes, self.problem, w, self.traffic)
 
     def multipliers(self):
         return _multipliers(self.problem, self.nodes)
 
-    @property
-    def local_iterations(self):
-        return sum(n.local_iterations for n in self.nodes)
 
+class NewtonSubsolver:
+    """Ψ_k by proximal Newton on Σᵢ ALᵢ + 1/(2β)‖w − wᵏ‖² + P.
 
-class CentralSubsolver:
-    """Ψ_k on pooled data (cProx-AL, Algorithm 3): proximal Newton on Σ ALᵢ + P."""
+    Pooled (cProx-AL, Algorithm 3: no communication), or federated (``inner="newton"``):
+    the server holds w and P; every evaluation is one round in which it broadcasts the
+    trial point and each client uploads its ALᵢ value (line search), plus gradient and
+    Hessian (the upper triangle, d(d+1)/2 floats) when the step needs them.  The
+    server's own AL₀ is evaluated at the server.  The stop test dist∞(0, ∂Ψ_k(w)) ≤ τ_k
+    is computed exactly from the aggregated gradient.
+    """
 
-    communicates = False
-
-    def __init__(self, problem, local_max_iter):
-        self.problem, self.local_max_iter = problem, local_max_iter
+    def __init__(self, problem, max_iter, federated=False):
+        self.problem, self.max_iter = problem, max_iter
+        self.communicates = federated
         self.nodes = [_Owner(p) for p in problem.parties if not p.is_empty]
         self.traffic = Traffic()
-        self.local_iterations = 0
 
     def subproblem(self, wk, beta, tau):
         for o in self.nodes:
             o.term = AugmentedTerm(o.party, beta, o.mu, o.nu)
-        psi = plus_quadratic(pooled([o.term for o in self.nodes]), 1.0 / beta, wk)
-        res = minimize_composite(psi, self.problem.regularizer, wk, tau, self.local_max_iter)
-        self.local_iterations += res.iterations
+        total = pooled([o.term for o in self.nodes])
+        if self.communicates:
+            total = self._counted(total)
+        psi = plus_quadratic(total, 1.0 / beta, wk)
+        res = minimize_composite(psi, self.problem.regularizer, wk, tau, self.max_iter)
         return res.x, res.iterations, res.converged
 
+    def _counted(self, total):
+        n, d = self.problem.n_clients, self.problem.dim
+
+        def evaluate(w, order=2):
+            up = 1 + (d if order >= 1 else 0) + (d * (d + 1) // 2 if order >= 2 else 0)
+            self.traffic.exchange(n, d, up)
+            return total(w, order)
+        return evaluate
+
     def finish(self, w):
-        return _finish(self.nodes, self.problem, w)
+        return _finish(self.nodes, self.problem, w, self.traffic if self.communicates else None)
 
     def multipliers(self):
         return _multipliers(self.problem, self.nodes)
 
 
 class _Owner:
-    """A party's multipliers and current AL term (cProx-AL needs no ADMM state)."""
+    """A party's multipliers and current AL term (no ADMM state needed)."""
 
     def __init__(self, party):
         self.party = party
@@ -107,8 +118,12 @@ class _Owner:
     finish = Node.finish
 
 
-def _finish(nodes, problem, w):
-    """Every owner updates its multipliers and reports its KKT share at (w, μ⁺, ν⁺)."""
+def _finish(nodes, problem, w, traffic=None):
+    """Every owner updates its multipliers and reports its KKT share at (w, μ⁺, ν⁺).
+    Federated, this is one round: w^{k+1} down; Δμ, Δν, the Lagrangian-gradient share
+    and 3 residuals up."""
+    if traffic is not None:
+        traffic.exchange(problem.n_clients, problem.dim, problem.dim + 5)
     dmu = dnu = 0.0
     g = np.zeros(problem.dim)
     feas = compl = def1 = 0.0
