@@ -5,12 +5,22 @@ inexact ADMM subproblem solver, its centralized twin, KKT certificates and a cvx
 ground-truth check.  See README.md and ALGORITHMS.md for the mathematics.
 """
 from . import functions, prox
-from .api import METHODS, solve
+from .api import BASELINES, METHODS, solve
 from .certify import Certificate, certify
 from .kkt import kkt
 from .problem import Client, Problem, Server
 from .result import KKT, Multipliers, SolveResult
 
 __all__ = ["solve", "certify", "kkt", "Problem", "Client", "Server", "SolveResult", "KKT",
-           "Multipliers", "Certificate", "functions", "prox", "METHODS"]
+           "Multipliers", "Certificate", "functions", "prox", "METHODS", "BASELINES",
+           "NeymanPearsonClassifier", "FairClassifier"]
+_ESTIMATORS = ("NeymanPearsonClassifier", "FairClassifier")
+
+
+def __getattr__(name):
+    """The estimators load on first use (they import scikit-learn when present)."""
+    if name in _ESTIMATORS:
+        from . import estimators
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'constrfl' has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -1,0 +1,617 @@
+"""Scikit-learn-style estimators for the classification templates.
+
+:class:`NeymanPearsonClassifier` (template (30)) and :class:`FairClassifier` (template (32))
+wrap ``problems.neyman_pearson`` / ``problems.fairness`` and :func:`constrfl.solve` behind
+``fit`` / ``predict`` / ``predict_proba`` / ``decision_function`` / ``score`` /
+``get_params`` / ``set_params``::
+
+    from constrfl.estimators import NeymanPearsonClassifier
+    clf = NeymanPearsonClassifier(max_class1_loss=0.2).fit(X, y, client_ids=site)
+    clf.predict(X_new); clf.coef_, clf.intercept_, clf.result_.kkt
+
+**scikit-learn is optional.**  When it is installed the estimators derive from its
+``ClassifierMixin`` and ``BaseEstimator`` and validate their input with its
+``validate_data``, so ``clone``, ``Pipeline``, ``GridSearchCV`` and ``check_estimator``
+work: both estimators pass every check of ``check_estimator`` (FairClassifier through a
+test wrapper that supplies ``sensitive``; see ``tests/test_estimators.py``).  Without it, a small stand-in base class gives the same
+``get_params`` / ``set_params`` (read off the ``__init__`` signature), ``score``
+(accuracy) and input checks on NumPy arrays.
+
+The model
+---------
+A linear classifier: ``decision_function(X) = X @ coef_[0] + intercept_[0]``;
+``predict`` returns ``classes_[1]`` where it is > 0, else ``classes_[0]``;
+``predict_proba`` is the logistic sigmoid of it (columns in ``classes_`` order).  The
+weights solve a constrained *training* problem, so these are scores, not calibrated
+probabilities.  The objective is the template's, plus the penalty
+``(alpha/2)‖coef‖² + regularizer(coef)``:
+
+* ``fit_intercept=True`` appends a column of ones to X internally; its weight is
+  ``intercept_``.  **The penalty and the regularizer act on coef only**; the intercept is
+  free (as in scikit-learn's LogisticRegression).  Because it is free, the solver works
+  with the features centred by their pooled column means ``m`` (score
+  ``coef·(x − m) + b′``, and ``intercept_ = b′ − coef·m``): an exact reparametrization
+  (same losses, constraints and solution) that keeps the solve well conditioned when the
+  features are far from 0; with features of mean 100 it is the difference between 8
+  outer iterations and 200 without convergence.  ``result_`` (``w``, ``kkt``) is in these
+  centred coordinates, ``result_.w = [coef, b′]``.  In a real deployment the means cost
+  every client one message (its column sums and row count) that ``result_.rounds`` and
+  ``bytes_up`` do not count.  Scale still matters: standardize the features (e.g.
+  ``StandardScaler`` in a ``Pipeline``), since ``tol`` is absolute.
+* ``alpha > 0`` (default 1e-2) makes the objective strongly convex.  It matters: on
+  linearly separable data (the standardized breast-cancer data are separable, as are
+  most small or high-dimensional data sets) the losses can be driven to 0 by scaling w, the unpenalized
+  problem has no minimizer, and the solver cannot reach ``status == "optimal"``.
+
+Labels
+------
+``y`` may hold any two labels; ``classes_ = np.unique(y)`` (sorted) and **``classes_[1]``
+plays the role of class 1** of the templates: for the Neyman-Pearson classifier it is the
+*protected* class whose mean logistic loss is bounded by ``max_class1_loss`` on every
+client (relabel, e.g. ``y == "malignant"``, to choose which class is protected).
+
+Failure is loud
+---------------
+``fit`` checks ``result_.status``.  Unless it is ``"optimal"`` (KKT residuals, recomputed
+at the returned point, within ``tol``; in particular no constraint is violated by more
+than ε₂, the second entry of ``tol``), ``on_failure="raise"`` (the default) raises :class:`ConvergenceError`, which
+carries the :class:`~constrfl.result.SolveResult` as ``err.result``, and leaves the
+estimator unfitted.  ``on_failure="warn"`` keeps the model, sets the fitted attributes
+and emits a :class:`ConvergenceWarning` instead; then ``result_.status`` and
+``result_.kkt`` say how far from optimal and feasible it is.  An unattainable bound ends
+in status ``"infeasible"``, hence in the same error.
+
+``score`` is the accuracy (scikit-learn's convention); what the constraint controls is a
+loss, so judge a Neyman-Pearson model by its class-1 loss or recall as well.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import warnings
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from . import problems
+from .api import METHODS, solve
+from .prox import Regularizer
+
+try:                                                    # scikit-learn is optional
+    from sklearn.base import BaseEstimator as _BaseEstimator
+    from sklearn.base import ClassifierMixin as _ClassifierMixin
+    from sklearn.exceptions import ConvergenceWarning, NotFittedError
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import check_is_fitted
+    try:
+        from sklearn.utils.validation import validate_data as _sk_validate_data   # >= 1.6
+    except ImportError:                                 # 1.3 - 1.5
+        def _sk_validate_data(estimator, *args, **kwargs):
+            return estimator._validate_data(*args, **kwargs)
+    HAVE_SKLEARN = True
+except ImportError:
+    HAVE_SKLEARN = False
+
+__all__ = ["NeymanPearsonClassifier", "FairClassifier", "ConvergenceError",
+           "ConvergenceWarning", "NotFittedError", "HAVE_SKLEARN"]
+
+
+class ConvergenceError(RuntimeError):
+    """``fit`` did not reach ``status == "optimal"``; ``.result`` is the SolveResult."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result
+
+
+# -- stand-ins for scikit-learn's base classes ---------------------------------------------
+
+if not HAVE_SKLEARN:
+    class ConvergenceWarning(UserWarning):
+        """The solve behind ``fit`` stopped before ``status == "optimal"``."""
+
+    class NotFittedError(ValueError, AttributeError):
+        """The estimator is used before ``fit`` (as scikit-learn's NotFittedError)."""
+
+    class _BaseEstimator:
+        """``get_params`` / ``set_params`` read off the ``__init__`` signature, as in
+        scikit-learn: every ``__init__`` argument is stored unchanged under its name."""
+
+        @classmethod
+        def _get_param_names(cls):
+            sig = inspect.signature(cls.__init__)
+            return sorted(p.name for p in sig.parameters.values()
+                          if p.name != "self" and p.kind != p.VAR_KEYWORD)
+
+        def get_params(self, deep=True):
+            out = {}
+            for name in self._get_param_names():
+                value = getattr(self, name)
+                if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                    out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+                out[name] = value
+            return out
+
+        def set_params(self, **params):
+            valid = self._get_param_names()
+            nested = {}
+            for key, value in params.items():
+                name, sep, sub = key.partition("__")
+                if name not in valid:
+                    raise ValueError(f"Invalid parameter {name!r} for estimator {self!r}. "
+                                     f"Valid parameters are: {valid!r}.")
+                if sep:
+                    nested.setdefault(name, {})[sub] = value
+                else:
+                    setattr(self, name, value)
+            for name, sub in nested.items():
+                getattr(self, name).set_params(**sub)
+            return self
+
+        def __repr__(self):
+            default = {p.name: p.default for p in
+                       inspect.signature(type(self).__init__).parameters.values()}
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+                             if not _same(v, default.get(k, inspect.Parameter.empty)))
+            return f"{type(self).__name__}({args})"
+
+    class _ClassifierMixin:
+        _estimator_type = "classifier"
+
+        def score(self, X, y, sample_weight=None):
+            """Mean accuracy of ``predict(X)`` against ``y``."""
+            return float(np.average(self.predict(X) == np.asarray(y), weights=sample_weight))
+
+    def check_is_fitted(estimator):
+        if not estimator.__sklearn_is_fitted__():
+            raise NotFittedError(f"This {type(estimator).__name__} instance is not fitted "
+                                 "yet. Call 'fit' with appropriate arguments before using "
+                                 "this estimator.")
+
+
+def _same(a, b):
+    try:
+        return bool(a is b or a == b)
+    except Exception:                                   # arrays and the like
+        return False
+
+
+# -- the penalty on coef (not the intercept) -----------------------------------------------
+
+class _CoefPenalty(Regularizer):
+    """``P(w) = (alpha/2)‖w[:k]‖² + R(w[:k])``: the estimator's penalty on the first ``k``
+    coordinates (coef), none on the rest (the intercept).
+
+    Uses prox_{t(R + (α/2)‖·‖²)}(v) = prox_{tR/(1+tα)}(v/(1+tα)), exact for any convex R.
+    """
+
+    def __init__(self, alpha, inner, k):
+        self.alpha, self.inner, self.k = float(alpha), inner, int(k)
+        self.smooth = inner is None or inner.smooth
+        self.separable = inner is None or inner.separable
+        self.exact_dist = inner is None or inner.exact_dist
+
+    def _split(self, t):
+        t = np.asarray(t, dtype=np.float64)
+        return t if t.ndim == 0 else t[:self.k]
+
+    def value(self, w):
+        c = w[:self.k]
+        return 0.5 * self.alpha * float(c @ c) + (0.0 if self.inner is None
+                                                  else self.inner.value(c))
+
+    def prox(self, v, t):
+        out = np.array(v, dtype=np.float64)
+        s = 1.0 + self._split(t) * self.alpha
+        c = out[:self.k] / s
+        out[:self.k] = c if self.inner is None else self.inner.prox(c, self._split(t) / s)
+        return out
+
+    def dist(self, w, g, atol=0.0):
+        c, gc = w[:self.k], g[:self.k] + self.alpha * w[:self.k]
+        d = (float(np.max(np.abs(gc), initial=0.0)) if self.inner is None
+             else self.inner.dist(c, gc, atol))
+        return max(d, float(np.max(np.abs(g[self.k:]), initial=0.0)))
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        c = w[:self.k]
+        expr, cons = (0.0, []) if self.inner is None else self.inner.cvxpy(c)
+        return 0.5 * self.alpha * cp.sum_squares(c) + expr, cons
+
+    def check_dim(self, dim):
+        if not self.k <= dim <= self.k + 1:
+            raise ValueError(f"penalty on {self.k} coefficients, problem dimension {dim}")
+        if self.inner is not None:
+            self.inner.check_dim(self.k)
+
+
+# -- shared machinery ----------------------------------------------------------------------
+
+_RESERVED = ("method", "tol", "beta", "seed")
+
+
+class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
+    """Binary linear classifier whose weights solve a constrfl template (see module doc)."""
+
+    # -- prediction ------------------------------------------------------------------------
+    def decision_function(self, X):
+        """``X @ coef_[0] + intercept_[0]``, shape (n_samples,); > 0 means classes_[1]."""
+        X = self._validate_X(X)
+        return X @ self.coef_[0] + self.intercept_[0]
+
+    def predict(self, X):
+        """``classes_[1]`` where ``decision_function(X) > 0``, else ``classes_[0]``."""
+        positive = self.decision_function(X) > 0         # raises NotFittedError first
+        return self.classes_[positive.astype(np.intp)]
+
+    def predict_proba(self, X):
+        """Sigmoid of the decision function: columns ``[1 − p, p]`` for ``classes_``."""
+        s = self.decision_function(X)
+        return np.column_stack([expit(-s), expit(s)])
+
+    def predict_log_proba(self, X):
+        """``log(predict_proba(X))``, computed without underflow."""
+        s = self.decision_function(X)
+        return np.column_stack([log_expit(-s), log_expit(s)])
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "result_")
+
+    # -- scikit-learn tags: binary only ----------------------------------------------------
+    def __sklearn_tags__(self):                         # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _more_tags(self):                               # scikit-learn < 1.6
+        return {"binary_only": True}
+
+    # -- input checks ----------------------------------------------------------------------
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        if HAVE_SKLEARN:
+            return _sk_validate_data(self, X, reset=False, dtype=np.float64)
+        X = _as_2d_float(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X
+
+    def _validate_fit(self, X, y):
+        """Checked (X, y) and the encoded labels: ``classes_[y01] == y``."""
+        self._reset()                                   # a failed refit leaves no stale model
+        if HAVE_SKLEARN:
+            X, y = _sk_validate_data(self, X, y, dtype=np.float64)
+            check_classification_targets(y)
+        else:
+            X = _as_2d_float(X, "X")
+            y = _as_labels(y, X.shape[0], "y")
+        classes, y01 = np.unique(y, return_inverse=True)
+        if len(classes) != 2:
+            raise ValueError(f"Only binary classification is supported: y must hold exactly "
+                             f"2 classes, got {len(classes)} class"
+                             f"{'es' if len(classes) != 1 else ''} ({classes[:5]!r})")
+        return X, y01.reshape(-1), classes
+
+    def _reset(self):
+        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+            delattr(self, name)
+
+    def _check_params(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, numbers.Real) or not np.isfinite(a) or a < 0:
+            raise ValueError(f"alpha must be a finite number >= 0, got {a!r}")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if self.regularizer is not None and not isinstance(self.regularizer, Regularizer):
+            raise ValueError("regularizer must be None or a constrfl.prox.Regularizer, got "
+                             f"{type(self.regularizer).__name__}")
+        if self.on_failure not in ("raise", "warn"):
+            raise ValueError(f"on_failure must be 'raise' or 'warn', got {self.on_failure!r}")
+        opts = {} if self.solver_options is None else self.solver_options
+        if not isinstance(opts, dict):
+            raise ValueError(f"solver_options must be None or a dict, got "
+                             f"{type(opts).__name__}")
+        clash = sorted(set(opts) & set(_RESERVED))
+        if clash:
+            raise ValueError(f"solver_options must not set {clash}: they are the estimator's "
+                             "parameters (random_state for seed)")
+        return dict(opts)
+
+    def _offset(self, X):
+        """The shift of the solver's coordinates: the column means of X with an
+        intercept (an exact reparametrization, see the module doc), else 0."""
+        return X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+
+    def _design(self, X, offset):
+        """``X − offset`` with a column of ones appended when ``fit_intercept``."""
+        if not self.fit_intercept:
+            return np.ascontiguousarray(X, dtype=np.float64)
+        return np.hstack([X - offset, np.ones((X.shape[0], 1))])
+
+    def _penalty(self, n_features):
+        if self.alpha == 0 and self.regularizer is None:
+            return None
+        return _CoefPenalty(self.alpha, self.regularizer, n_features)
+
+    def _solve_and_store(self, problem, offset, classes, options):
+        res = solve(problem, method=self.method, tol=self.tol, beta=self.beta,
+                    seed=_seed(self.random_state), **options)
+        if res.status != "optimal":
+            text = (f"{type(self).__name__}.fit: the solve stopped with status "
+                    f"{res.status!r} ({res.message}); the model may violate its constraints "
+                    "or be far from optimal.")
+            hint = (" The constraint bound looks unattainable on some client (or the "
+                    "server): loosen it, or fit an intercept." if res.status == "infeasible"
+                    else " Try a larger alpha, standardized features, a looser tol or "
+                    "solver_options={'max_outer': ...}.")
+            if self.on_failure == "raise":
+                self._reset()
+                raise ConvergenceError(text + hint + " The SolveResult is err.result; "
+                                       "on_failure='warn' keeps the model instead.", res)
+            warnings.warn(text + " Inspect result_.status and result_.kkt.",
+                          ConvergenceWarning, stacklevel=3)
+        n_features = len(offset)
+        coef = np.array(res.w[:n_features], dtype=np.float64)
+        self.classes_ = classes
+        self.coef_ = coef.reshape(1, -1)
+        self.intercept_ = np.array([res.w[n_features] - coef @ offset if self.fit_intercept
+                                    else 0.0])
+        self.result_ = res
+        if not HAVE_SKLEARN:
+            self.n_features_in_ = n_features
+        return self
+
+    def _encode_server_labels(self, y0, classes):
+        y0 = _as_labels(y0, None, "server_data y")
+        unknown = ~np.isin(y0, classes)
+        if unknown.any():
+            raise ValueError(f"server_data holds labels {np.unique(y0[unknown])[:5]!r} not in "
+                             f"classes_ {classes!r}")
+        return (y0 == classes[1]).astype(np.float64)
+
+
+def _ids(client_ids, n):
+    if client_ids is None:
+        return np.zeros(n, dtype=np.int64)
+    ids = np.asarray(client_ids)
+    if ids.shape != (n,):
+        raise ValueError(f"client_ids has shape {ids.shape}, expected ({n},): one client "
+                         "label per row of X")
+    if ids.dtype.kind == "f" and not np.isfinite(ids).all():
+        raise ValueError("client_ids contains NaN or infinity")
+    return ids
+
+
+def _seed(random_state):
+    """An integer seed for ``solve`` (its random start point) from ``random_state``."""
+    top = np.iinfo(np.int32).max
+    if random_state is None:
+        return int(np.random.randint(top))              # numpy's global RNG, as scikit-learn
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be >= 0, got {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(top))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(top))
+    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator, "
+                     f"got {random_state!r}")
+
+
+def _as_2d_float(X, name):
+    """NumPy-only input check (used when scikit-learn is absent)."""
+    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name}: sparse input is not supported; pass a dense array")
+    X = np.asarray(X)
+    if X.dtype.kind == "c":
+        raise ValueError(f"{name}: complex data not supported")
+    X = X.astype(np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D array, got {X.ndim}-D; reshape with "
+                         "X.reshape(-1, 1) (one feature) or X.reshape(1, -1) (one sample)")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name}: need at least one sample and one feature, got shape "
+                         f"{X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return X
+
+
+def _as_labels(y, n, name):
+    if y is None:
+        raise ValueError(f"{name} is required (got None)")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1 or (n is not None and y.shape[0] != n):
+        raise ValueError(f"{name} has shape {y.shape}, expected ({n},)" if n is not None
+                         else f"{name} must be 1-D, got shape {y.shape}")
+    if y.dtype.kind == "f":
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+        if np.any(y != np.round(y)):
+            raise ValueError(f"Unknown label type: continuous ({name} holds non-integer "
+                             "floats; a classifier needs class labels)")
+    return y
+
+
+# -- the estimators ------------------------------------------------------------------------
+
+class NeymanPearsonClassifier(_ConstrainedLogistic):
+    """Neyman-Pearson logistic classifier (template (30)), trained over clients.
+
+    ``min (1/n) Σᵢ L(w; Dᵢ⁰) + (alpha/2)‖coef‖² + regularizer(coef)
+    s.t. L(w; Dᵢ¹) ≤ max_class1_loss`` for every client i, where ``L`` is the mean
+    logistic loss (31), ``Dᵢ¹`` client i's rows of the protected class ``classes_[1]``
+    and ``Dᵢ⁰`` its rows of ``classes_[0]``.  See the module docstring for labels,
+    intercept and failure handling.
+
+    Parameters
+    ----------
+    max_class1_loss : float > 0, the bound r on every client's class-1 mean logistic loss.
+    alpha : float >= 0, strength of the L2 penalty on coef (the intercept is free).
+    regularizer : None or a :mod:`constrfl.prox` regularizer on coef, added to the penalty
+        (e.g. ``prox.L1(0.01)``; an array-valued one such as ``prox.Box`` has one entry
+        per feature).
+    method : ``"fedproxal"`` (federated, Algorithm 1) or ``"cproxal"`` (centralized).
+    tol : ε or (ε₁, ε₂) of :func:`constrfl.solve`; ``"optimal"`` guarantees every
+        constraint holds within ε₂.
+    beta : the augmented Lagrangian's penalty β.
+    fit_intercept : append a column of ones to X (its weight is ``intercept_``).
+    random_state : None, int, RandomState or Generator: the seed of the solver's random
+        start point (the solution itself does not depend on it beyond ``tol``).
+    solver_options : None or a dict of further :func:`constrfl.solve` options
+        (``rho``, ``max_outer``, ``local_solver``, ``verbose``, ...).
+    on_failure : ``"raise"`` (:class:`ConvergenceError`) or ``"warn"``
+        (:class:`ConvergenceWarning`, model kept) when the status is not ``"optimal"``.
+
+    Attributes
+    ----------
+    classes_ : the two labels, sorted; ``classes_[1]`` is the protected class.
+    coef_ : ndarray (1, n_features).   intercept_ : ndarray (1,) (0 without intercept).
+    result_ : the :class:`~constrfl.result.SolveResult` (status, kkt, multipliers per
+        client ``"client-<id>"``, rounds, history; ``result_.w`` includes the intercept).
+    n_features_in_ : int.   feature_names_in_ : set by scikit-learn for DataFrames.
+    """
+
+    def __init__(self, max_class1_loss=0.2, *, alpha=1e-2, regularizer=None,
+                 method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
+                 random_state=0, solver_options=None, on_failure="raise"):
+        self.max_class1_loss = max_class1_loss
+        self.alpha = alpha
+        self.regularizer = regularizer
+        self.method = method
+        self.tol = tol
+        self.beta = beta
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.on_failure = on_failure
+
+    def fit(self, X, y, client_ids=None, server_data=None):
+        """Solve the template on ``(X, y)``.
+
+        client_ids : None (one client) or one label per row naming its client; every
+            client needs rows of both classes.
+        server_data : None or ``(X0, y0)``: the server's rows; adds the global constraint
+            ``L(w; D₀¹) ≤ max_class1_loss`` on its rows of ``classes_[1]``.
+        """
+        X, y01, classes = self._validate_fit(X, y)
+        options = self._check_params()
+        ids = _ids(client_ids, X.shape[0])
+        for c in np.unique(ids):
+            rows = ids == c
+            for k in (0, 1):
+                if not np.any(y01[rows] == k):
+                    raise ValueError(f"client {_py(c)!r} has no rows of class "
+                                     f"{_py(classes[k])!r}: "
+                                     "each client needs rows of both classes (the "
+                                     "Neyman-Pearson problem is undefined otherwise)")
+        offset = self._offset(X)
+        server = None
+        if server_data is not None:
+            X0, y0 = _pair(server_data, 2, "(X0, y0)")
+            X0 = self._server_X(X0, X.shape[1])
+            server = (self._design(X0, offset), self._encode_server_labels(y0, classes))
+        problem = problems.neyman_pearson(self._design(X, offset), y01.astype(np.float64), ids,
+                                          max_class1_loss=self.max_class1_loss,
+                                          server_data=server,
+                                          regularizer=self._penalty(X.shape[1]))
+        return self._solve_and_store(problem, offset, classes, options)
+
+    def _server_X(self, X0, d):
+        X0 = _as_2d_float(X0, "server_data X")
+        if X0.shape[1] != d:
+            raise ValueError(f"server_data X has {X0.shape[1]} features, X has {d}")
+        return X0
+
+
+class FairClassifier(_ConstrainedLogistic):
+    """Fairness-constrained logistic regression (template (32)), trained over clients.
+
+    ``min (1/n) Σᵢ L(w; Dᵢ) + (alpha/2)‖coef‖² + regularizer(coef)
+    s.t. |L(w; Dᵢᵃ) − L(w; Dᵢᵇ)| ≤ max_disparity`` for every client i holding rows of
+    both groups (and for the server's rows when ``server_data`` is given), where ``a``,
+    ``b`` are the two values of ``sensitive``.  The constraints are nonconvex, so
+    ``"optimal"`` means an (ε₁, ε₂)-KKT point (feasible within ε₂), not a certified
+    global minimum.  Parameters and attributes as :class:`NeymanPearsonClassifier`, with
+    ``max_disparity`` (δ > 0) in place of ``max_class1_loss``.
+    """
+
+    def __init__(self, max_disparity=0.1, *, alpha=1e-2, regularizer=None,
+                 method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
+                 random_state=0, solver_options=None, on_failure="raise"):
+        self.max_disparity = max_disparity
+        self.alpha = alpha
+        self.regularizer = regularizer
+        self.method = method
+        self.tol = tol
+        self.beta = beta
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.on_failure = on_failure
+
+    def fit(self, X, y, *, sensitive, client_ids=None, server_data=None):
+        """Solve the template on ``(X, y)``.
+
+        sensitive : one value per row, two distinct values (the groups a < b).
+        client_ids : None (one client) or one client label per row.  A client lacking
+            rows of one group gets no disparity constraint (its disparity is undefined);
+            a UserWarning is emitted when that leaves no constraint at all.
+        server_data : None or ``(X0, y0, s0)``: the server's rows (both groups needed),
+            with the same disparity constraint.
+        """
+        X, y01, classes = self._validate_fit(X, y)
+        options = self._check_params()
+        ids = _ids(client_ids, X.shape[0])
+        s = _as_labels(sensitive, X.shape[0], "sensitive")
+        offset = self._offset(X)
+        server = None
+        groups_of = [s]
+        if server_data is not None:
+            X0, y0, s0 = _pair(server_data, 3, "(X0, y0, s0)")
+            X0 = _as_2d_float(X0, "server_data X")
+            if X0.shape[1] != X.shape[1]:
+                raise ValueError(f"server_data X has {X0.shape[1]} features, X has "
+                                 f"{X.shape[1]}")
+            s0 = _as_labels(s0, X0.shape[0], "server_data sensitive")
+            groups_of.append(s0)
+        groups = np.unique(np.concatenate(groups_of))
+        if len(groups) != 2:
+            raise ValueError(f"sensitive must hold exactly 2 groups, got {len(groups)} "
+                             f"({groups[:5]!r})")
+        if server_data is not None:
+            y0 = self._encode_server_labels(y0, classes)
+            if len(y0) != X0.shape[0]:
+                raise ValueError("server_data: X0 and y0 differ in length")
+            server = (self._design(X0, offset), y0, (s0 == groups[1]).astype(np.int64))
+        s01 = (s == groups[1]).astype(np.int64)
+        problem = problems.fairness(self._design(X, offset), y01.astype(np.int64), s01, ids,
+                                    server_data=server, max_disparity=self.max_disparity,
+                                    regularizer=self._penalty(X.shape[1]))
+        if not any(p.n_ineq for p in problem.parties):
+            warnings.warn("FairClassifier.fit: no client holds rows of both sensitive groups "
+                          "and there is no server_data, so no disparity constraint applies "
+                          "(plain penalized logistic regression)", UserWarning, stacklevel=2)
+        return self._solve_and_store(problem, offset, classes, options)
+
+
+def _py(x):
+    """A NumPy scalar as the plain Python value (for readable messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _pair(data, k, shape):
+    try:
+        parts = tuple(data)
+    except TypeError:
+        parts = ()
+    if len(parts) != k:
+        raise ValueError(f"server_data must be a tuple {shape}")
+    return parts

@@ -1,0 +1,362 @@
+"""The scikit-learn-style estimators (constrfl.estimators).
+
+* scikit-learn's own ``check_estimator`` suite, run through ``parametrize_with_checks``
+  on the *default* NeymanPearsonClassifier (federated Prox-AL, tol 1e-6: the check data
+  sets are tiny, a single client, so no faster method or looser tol is needed) and on a
+  FairClassifier whose ``fit(X, y)`` assigns alternating sensitive groups (check_estimator
+  cannot pass the required ``sensitive=``).  Every check applies and passes; none is
+  listed as an expected failure.  sklearn itself skips ``check_array_api_input``
+  (needs SCIPY_ARRAY_API=1 and array-api-compat; the estimators are NumPy-only) and,
+  without pandas, ``check_classifier_data_not_an_array``.
+* the acceptance test on scikit-learn's breast-cancer data: the class-1 loss bound holds
+  on every client within 1e-6, recomputed here from the raw data and coef_/intercept_,
+  and the solution agrees with cProx-AL and with an independent cvxpy model;
+* behaviour: labels, prediction methods, the free intercept, failures, input checks,
+  and the import and fit without scikit-learn (in a subprocess that blocks it).
+"""
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from constrfl import prox
+from constrfl.estimators import (ConvergenceError, ConvergenceWarning, FairClassifier,
+                                 NeymanPearsonClassifier, NotFittedError, _CoefPenalty)
+from constrfl.problems.datasets import make_classification, make_fairness
+from constrfl.problems.partition import stratified_split
+
+ROOT = Path(__file__).resolve().parents[1]
+R = 0.2
+
+
+def logistic_losses(X, y01, coef, intercept):
+    """Per-row logistic loss of the score X·coef + b against labels in {0, 1}."""
+    s = X @ np.ravel(coef) + float(np.ravel(intercept)[0])
+    return np.logaddexp(0.0, s) - y01 * s
+
+
+def np_data(n=240, d=3, seed=0):
+    ds = make_classification(n, d, seed=seed)
+    return ds.X[:, :-1], ds.y                          # drop the generator's ones column
+
+
+# -- scikit-learn's check_estimator -------------------------------------------------------
+
+class AlternatingGroupsFair(FairClassifier):
+    """FairClassifier with ``fit(X, y)``: rows alternate between the sensitive groups
+    (only for check_estimator, which cannot pass ``sensitive=``)."""
+
+    def fit(self, X, y):
+        n = X.shape[0] if hasattr(X, "shape") else len(np.asarray(X))
+        return super().fit(X, y, sensitive=np.arange(n) % 2)
+
+
+try:
+    from sklearn.utils.estimator_checks import parametrize_with_checks
+except ImportError:                                    # scikit-learn is optional
+    def test_sklearn_check_estimator():
+        pytest.skip("scikit-learn is not installed")
+else:
+    @parametrize_with_checks([NeymanPearsonClassifier(), AlternatingGroupsFair()])
+    def test_sklearn_check_estimator(estimator, check):
+        check(estimator)
+
+
+# -- acceptance: breast cancer -------------------------------------------------------------
+
+def test_breast_cancer_meets_the_class1_bound_on_every_client():
+    """Protected class: malignant (a missed cancer is the costly error).  The labels are
+    the names, so classes_ = ['benign', 'malignant'] and classes_[1] is malignant."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    cp = pytest.importorskip("cvxpy")
+    data = datasets.load_breast_cancer()
+    X = (data.data - data.data.mean(0)) / data.data.std(0)
+    y = data.target_names[data.target]
+    ids = stratified_split(y, 5, seed=0)
+    clf = NeymanPearsonClassifier(max_class1_loss=R).fit(X, y, client_ids=ids)
+
+    assert list(clf.classes_) == ["benign", "malignant"]
+    assert clf.result_.status == "optimal" and clf.result_.method == "fedproxal"
+    assert clf.coef_.shape == (1, 30) and clf.intercept_.shape == (1,)
+    y01 = (y == "malignant").astype(float)
+    losses = logistic_losses(X, y01, clf.coef_, clf.intercept_)
+    class1 = np.array([losses[(ids == i) & (y01 == 1)].mean() for i in range(5)])
+    class0 = np.array([losses[(ids == i) & (y01 == 0)].mean() for i in range(5)])
+    assert np.all(class1 <= R + 1e-6), class1
+    assert class1.max() >= R - 1e-6                    # the bound is reached (active)
+    for i in range(5):                                 # μ > 0 exactly on the active clients
+        mu = clf.result_.multipliers[f"client-{i}"].ineq[0]
+        assert (mu > 1e-6) == (class1[i] >= R - 1e-6), (i, mu, class1[i])
+    # result_.objective (centred coordinates) is the objective of (coef_, intercept_)
+    objective = class0.mean() + 0.5 * clf.alpha * float(clf.coef_[0] @ clf.coef_[0])
+    assert objective == pytest.approx(clf.result_.objective, rel=1e-10)
+
+    central = NeymanPearsonClassifier(R, method="cproxal").fit(X, y, client_ids=ids)
+    assert central.result_.status == "optimal"
+    assert central.result_.objective == pytest.approx(clf.result_.objective, rel=1e-6)
+    np.testing.assert_allclose(central.coef_, clf.coef_, atol=1e-4)
+
+    # an independent model of the same problem: the pooled convex program in cvxpy
+    w, b = cp.Variable(30), cp.Variable()
+    cons, obj = [], 0
+    for i in range(5):
+        for k, sign in ((0, 1.0), (1, -1.0)):
+            rows = (ids == i) & (y01 == k)
+            mean_loss = cp.sum(cp.logistic(sign * (X[rows] @ w + b))) / rows.sum()
+            if k == 0:
+                obj = obj + mean_loss / 5
+            else:
+                cons.append(mean_loss <= R)
+    ref = cp.Problem(cp.Minimize(obj + 0.5 * clf.alpha * cp.sum_squares(w)), cons)
+    ref.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert ref.status == "optimal"
+    assert clf.result_.objective == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(clf.coef_[0], w.value, atol=1e-4)
+    assert clf.intercept_[0] == pytest.approx(float(b.value), abs=1e-4)
+
+
+# -- labels and prediction -----------------------------------------------------------------
+
+def test_any_two_labels_and_classes_1_is_the_protected_class():
+    X, y = np_data()
+    for labels in ((-1, 1), ("neg", "pos")):
+        lab = np.array(labels, dtype=object if isinstance(labels[0], str) else None)
+        clf = NeymanPearsonClassifier(R).fit(X, lab[y])
+        assert list(clf.classes_) == list(labels)
+        assert set(clf.predict(X)) <= set(labels)
+        loss = logistic_losses(X, y, clf.coef_, clf.intercept_)
+        assert loss[y == 1].mean() <= R + 1e-6
+    # flipping the labels protects the other class
+    flipped = NeymanPearsonClassifier(R).fit(X, np.array([1, -1])[y])   # now 0 -> 1
+    y_flip = 1 - y
+    loss = logistic_losses(X, y_flip, flipped.coef_, flipped.intercept_)
+    assert loss[y_flip == 1].mean() <= R + 1e-6
+    assert loss[y_flip == 1].mean() == pytest.approx(R, abs=1e-6)   # binding here
+
+
+def test_prediction_methods_agree():
+    X, y = np_data()
+    clf = NeymanPearsonClassifier(R).fit(X, y)
+    s = clf.decision_function(X)
+    np.testing.assert_allclose(s, X @ clf.coef_[0] + clf.intercept_[0], rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(s > 0).astype(int)])
+    P = clf.predict_proba(X)
+    assert P.shape == (len(X), 2)
+    np.testing.assert_allclose(P.sum(1), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(P[:, 1], expit(s), rtol=1e-15)
+    np.testing.assert_allclose(clf.predict_log_proba(X), np.log(P), rtol=1e-12)
+    assert clf.score(X, y) == pytest.approx(np.mean(clf.predict(X) == y))
+    assert clf.n_features_in_ == 3
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(np.c_[X, X])
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.decision_function(X), s)
+
+
+def test_the_intercept_is_free_and_centring_is_exact():
+    X, y = np_data()
+    # a huge L1 zeroes coef; the free intercept then solves the 1-D problem in closed
+    # form: min log(1 + e^b) s.t. log(1 + e^-b) <= r, i.e. b = -log(e^r - 1)
+    clf = NeymanPearsonClassifier(R, regularizer=prox.L1(10.0)).fit(X, y)
+    assert np.all(clf.coef_ == 0)
+    assert clf.intercept_[0] == pytest.approx(-np.log(np.expm1(R)), abs=1e-5)
+    # shifting the features moves only the intercept (the solver centres internally)
+    a = NeymanPearsonClassifier(R).fit(X, y)
+    b = NeymanPearsonClassifier(R).fit(X + 100.0, y)
+    assert b.result_.status == "optimal"
+    np.testing.assert_allclose(b.coef_, a.coef_, atol=1e-5)
+    assert b.intercept_[0] == pytest.approx(a.intercept_[0] - 100 * a.coef_.sum(), abs=1e-4)
+    np.testing.assert_allclose(b.decision_function(X + 100.0), a.decision_function(X),
+                               atol=1e-4)
+    # no intercept: the model passes through the origin (r = 0.2 is unattainable then)
+    c = NeymanPearsonClassifier(0.5, fit_intercept=False).fit(X, y)
+    assert c.intercept_[0] == 0.0 and c.result_.w.shape == (3,)
+    assert logistic_losses(X, y, c.coef_, c.intercept_)[y == 1].mean() <= 0.5 + 1e-6
+
+
+def test_coef_penalty_prox_is_exact_and_spares_the_intercept():
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(5)
+    for inner in (None, prox.L1(0.3), prox.Box(-0.2, 0.5)):
+        P = _CoefPenalty(0.7, inner, 4)
+        for t in (0.0, 0.5, 3.0):
+            z = P.prox(v, t)
+            assert z[4] == v[4]                        # the intercept is not touched
+            if t > 0:                                  # optimality: 0 ∈ ∂P(z) + (z − v)/t
+                assert P.dist(z, (z - v) / t) <= 1e-12
+        assert P.value(np.r_[np.zeros(4), 9.0]) == 0.0
+
+
+# -- failures are loud ---------------------------------------------------------------------
+
+def test_unconverged_fit_raises_with_the_result_and_leaves_no_model():
+    X, y = np_data()
+    clf = NeymanPearsonClassifier(R).fit(X, y)
+    clf.set_params(solver_options={"max_outer": 1})
+    with pytest.raises(ConvergenceError, match="max_iterations") as err:
+        clf.fit(X, y)
+    assert err.value.result.status == "max_iterations"
+    with pytest.raises(NotFittedError):                # the earlier model is gone too
+        clf.predict(X)
+    clf.set_params(on_failure="warn")
+    with pytest.warns(ConvergenceWarning, match="max_iterations"):
+        clf.fit(X, y)
+    assert clf.result_.status == "max_iterations" and clf.predict(X).shape == (len(X),)
+
+
+def test_an_unattainable_bound_raises_infeasible():
+    """Without an intercept, class-1 rows ±x have mean loss ≥ log 2 > r for every w."""
+    rng = np.random.default_rng(0)
+    X1 = rng.standard_normal((20, 2))
+    X = np.r_[X1, -X1, rng.standard_normal((40, 2)) + 1.0]
+    y = np.r_[np.ones(40), np.zeros(40)]
+    with pytest.raises(ConvergenceError, match="infeasible") as err:
+        NeymanPearsonClassifier(0.05, fit_intercept=False).fit(X, y)
+    assert err.value.result.kkt.feasibility > 0.5
+
+
+def test_bad_parameters_and_inputs_are_rejected_at_fit():
+    X, y = np_data()
+    bad = [dict(alpha=-1.0), dict(method="fedavg"), dict(on_failure="ignore"),
+           dict(solver_options={"seed": 1}), dict(solver_options=[("rho", 1)]),
+           dict(regularizer="l1"), dict(fit_intercept="yes"), dict(random_state=-3)]
+    for params in bad:
+        clf = NeymanPearsonClassifier(**params)       # __init__ accepts anything ...
+        with pytest.raises(ValueError):                # ... fit says what is wrong
+            clf.fit(X, y)
+    with pytest.raises(ValueError, match="Only binary"):
+        NeymanPearsonClassifier().fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match="1 class"):
+        NeymanPearsonClassifier().fit(X, np.zeros(len(y)))
+    ids = np.where(y == 1, 0, 1)                       # client 0 holds no class-0 row
+    with pytest.raises(ValueError, match="client 0 has no rows of class 0"):
+        NeymanPearsonClassifier().fit(X, y, client_ids=ids)
+    with pytest.raises(ValueError, match="client_ids"):
+        NeymanPearsonClassifier().fit(X, y, client_ids=ids[:-1])
+
+
+def test_params_clone_and_random_state():
+    clf = NeymanPearsonClassifier(0.3, alpha=0.05, method="cproxal")
+    params = clf.get_params()
+    assert params["max_class1_loss"] == 0.3 and params["method"] == "cproxal"
+    assert clf.set_params(tol=1e-5) is clf and clf.tol == 1e-5
+    twin = type(clf)(**clf.get_params())
+    assert twin.get_params() == clf.get_params()
+    X, y = np_data()
+    fits = [NeymanPearsonClassifier(R, random_state=rs).fit(X, y)
+            for rs in (0, 7, None, np.random.RandomState(1), np.random.default_rng(2))]
+    for f in fits[1:]:                                 # one optimum, any start point
+        np.testing.assert_allclose(f.coef_, fits[0].coef_, atol=1e-5)
+
+
+def test_server_data_adds_the_global_constraint():
+    X, y = np_data(seed=1)
+    Xs, ys = np_data(n=80, seed=2)
+    labels = np.array(["a", "b"])
+    clf = NeymanPearsonClassifier(0.15).fit(X, labels[y], client_ids=np.arange(len(y)) % 3,
+                                            server_data=(Xs, labels[ys]))
+    assert clf.result_.status == "optimal"
+    loss = logistic_losses(Xs, ys, clf.coef_, clf.intercept_)
+    assert loss[ys == 1].mean() <= 0.15 + 1e-6
+    assert clf.result_.multipliers["server"].ineq.shape == (1,)
+    with pytest.raises(ValueError, match="not in classes_"):
+        NeymanPearsonClassifier().fit(X, labels[y], server_data=(Xs, np.where(ys, "b", "c")))
+
+
+# -- FairClassifier ------------------------------------------------------------------------
+
+def test_fair_classifier_meets_the_disparity_bound_on_every_client():
+    ds = make_fairness(800, 5, seed=0)
+    X, y, s = ds.X[:, :-1], ds.y, np.array(["F", "M"])[ds.sensitive]
+    ids = stratified_split(y, 4, seed=0)
+    delta = 0.05
+    clf = FairClassifier(delta).fit(X, y, sensitive=s, client_ids=ids)
+    assert clf.result_.status == "optimal"
+    loss = logistic_losses(X, y, clf.coef_, clf.intercept_)
+    gaps = np.array([loss[(ids == i) & (s == "F")].mean() - loss[(ids == i) & (s == "M")].mean()
+                     for i in range(4)])
+    assert np.all(np.abs(gaps) <= delta + 1e-6), gaps
+    assert np.abs(gaps).max() >= delta - 1e-6          # some client's bound is active
+    free = FairClassifier(10.0).fit(X, y, sensitive=s, client_ids=ids)
+    assert np.abs(free.result_.w - clf.result_.w).max() > 1e-3    # the constraint bites
+
+
+def test_fair_classifier_input_checks():
+    ds = make_fairness(300, 3, seed=1)
+    X, y, s = ds.X[:, :-1], ds.y, ds.sensitive
+    with pytest.raises(TypeError):
+        FairClassifier().fit(X, y)                     # sensitive= is required
+    with pytest.raises(ValueError, match="2 groups"):
+        FairClassifier().fit(X, y, sensitive=np.arange(len(y)) % 3)
+    with pytest.warns(UserWarning, match="no disparity constraint"):
+        FairClassifier().fit(X, y, sensitive=s, client_ids=s)   # each client one group
+    server = (X[:50], y[:50], s[:50])
+    clf = FairClassifier(0.05).fit(X[50:], y[50:], sensitive=s[50:], server_data=server)
+    assert clf.result_.status == "optimal"
+    assert clf.result_.multipliers["server"].ineq.shape == (2,)
+
+
+# -- optional dependencies ------------------------------------------------------------------
+
+def test_pandas_feature_names_are_recorded():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("sklearn")
+    X, y = np_data()
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    clf = NeymanPearsonClassifier(R).fit(df, y)
+    assert list(clf.feature_names_in_) == ["a", "b", "c"]
+
+
+def test_works_without_scikit_learn():
+    """``import constrfl.estimators`` and a fit/predict with scikit-learn blocked."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["sklearn"] = None                 # any import of sklearn fails
+        import numpy as np
+        from constrfl.estimators import (HAVE_SKLEARN, NeymanPearsonClassifier,
+                                         NotFittedError)
+        from constrfl.problems.datasets import make_classification
+        assert not HAVE_SKLEARN
+        ds = make_classification(200, 3, seed=0)
+        X, y = ds.X[:, :-1], np.array(["neg", "pos"])[ds.y]
+        clf = NeymanPearsonClassifier(0.3, alpha=0.05)
+        assert repr(clf) == "NeymanPearsonClassifier(alpha=0.05, max_class1_loss=0.3)"
+        assert clf.get_params()["alpha"] == 0.05
+        try:
+            clf.predict(X)
+            raise AssertionError("predict before fit")
+        except NotFittedError:
+            pass
+        clf.fit(X, y)
+        assert clf.result_.status == "optimal" and clf.n_features_in_ == 3
+        assert list(clf.classes_) == ["neg", "pos"]
+        s = X @ clf.coef_[0] + clf.intercept_[0]
+        loss = np.logaddexp(0, -s[ds.y == 1]).mean()
+        assert loss <= 0.3 + 1e-6, loss
+        assert np.allclose(clf.predict_proba(X).sum(1), 1)
+        assert 0 <= clf.score(X, y) <= 1
+        clf.set_params(alpha=0.1)
+        for bad in (X[:, :2], np.c_[X, X]):
+            try:
+                clf.predict(bad)
+                raise AssertionError("wrong feature count accepted")
+            except ValueError as err:
+                assert "features" in str(err)
+        for bad_y in (y[:-1], ds.y + 0.5):
+            try:
+                clf.fit(X, bad_y)
+                raise AssertionError("bad y accepted")
+            except ValueError:
+                pass
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
