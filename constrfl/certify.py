@@ -111,14 +111,15 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
     prob, wvar, owned = pooled_cvxpy(problem)
     opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
     t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")       # "inaccurate" is handled just below
-            prob.solve(solver=solver, **opts)
-    except cp.SolverError:
-        pass
-    if prob.status != cp.OPTIMAL and opts:
-        prob.solve(solver=solver)                 # retry with the solver's defaults
+    for attempt in ([opts, {}] if opts else [{}]):   # tight first, then the defaults
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")       # "inaccurate" is judged below
+                prob.solve(solver=solver, **attempt)
+        except cp.SolverError:
+            continue
+        if prob.status == cp.OPTIMAL:
+            break
     elapsed = time.perf_counter() - t0
     if wvar.value is None:
         raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
