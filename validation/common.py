@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import datetime
-import inspect
 import os
 import platform
 import shlex
@@ -76,48 +75,16 @@ def data_dir(arg=None):
 # -- solver variants ----------------------------------------------------------------------
 
 def solve_defaults():
-    """cf.solve's defaults: its keyword parameters, plus ``constrfl.api.PROXAL_OPTIONS``
-    (the proximal AL options passed through ``**options``) when that table exists."""
-    import constrfl as cf
-    import constrfl.api as api
-    sig = inspect.signature(cf.solve)
-    out = {k: p.default for k, p in sig.parameters.items()
-           if p.default is not inspect.Parameter.empty and p.kind == p.KEYWORD_ONLY}
-    out.update(getattr(api, "PROXAL_OPTIONS", {}))
-    return out
-
-
-_INNER = None
-
-
-def has_inner_option():
-    """Does ``cf.solve`` accept ``inner=`` for fedproxal? From its signature or its
-    options table, else by a probe solve of a 1-d problem (TypeError = no)."""
-    global _INNER
-    if _INNER is None:
-        import constrfl as cf
-        if "inner" in inspect.signature(cf.solve).parameters or "inner" in solve_defaults():
-            _INNER = True
-        else:
-            import numpy as np
-            from constrfl import functions as fn
-            tiny = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(1)), name="probe")])
-            try:
-                cf.solve(tiny, method="fedproxal", inner="admm", max_outer=1)
-                _INNER = True
-            except TypeError:
-                _INNER = False
-    return _INNER
+    """The proximal AL options of ``cf.solve`` with their defaults."""
+    from constrfl.api import PROXAL_OPTIONS
+    return dict(PROXAL_OPTIONS)
 
 
 def solver_variants(include_central=True):
-    """``[(label, method, extra_kwargs)]``: fedproxal (per inner solver when ``inner``
-    exists) and cproxal."""
-    if has_inner_option():
-        out = [("fedproxal[admm]", "fedproxal", {"inner": "admm"}),
-               ("fedproxal[newton]", "fedproxal", {"inner": "newton"})]
-    else:
-        out = [("fedproxal", "fedproxal", {})]
+    """``[(label, method, extra_kwargs)]``: fedproxal with each inner solver, and
+    cproxal (restricted by ``--methods``)."""
+    out = [("fedproxal[admm]", "fedproxal", {"inner": "admm"}),
+           ("fedproxal[newton]", "fedproxal", {"inner": "newton"})]
     if include_central:
         out.append(("cproxal", "cproxal", {}))
     chosen = os.environ.get("CONSTRFL_VALIDATION_METHODS")
