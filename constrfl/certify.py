@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import NoCvxpyForm
-from .kkt import kkt as compute_kkt
+from .kkt import as_multipliers, kkt as compute_kkt
 from .result import KKT, Multipliers, SolveResult
 
 __all__ = ["certify", "Certificate", "pooled_cvxpy"]
@@ -135,7 +135,6 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
     if multipliers is None:
         mdist = float("nan")
     else:
-        from .kkt import as_multipliers
         mine = as_multipliers(problem, multipliers)
         mdist = max((float(np.max(np.abs(np.concatenate([mine[k].ineq - m.ineq,
                                                           mine[k].eq - m.eq])), initial=0.0))

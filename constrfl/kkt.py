@@ -52,10 +52,10 @@ def party_residuals(party, w, mult, atol=0.0):
     """One owner's message: its Lagrangian gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ`` and
     the max of its feasibility, complementarity and Definition-1 residuals."""
     g = party.f_value_grad(w)[1]
-    c, h = party.c_value(w), party.h_value(w)
+    (c, Jc), h = party.c_value_jac(w), party.h_value(w)
     mu, nu = mult.ineq, mult.eq
     if c.size:
-        g = g + party.c_jac(w).T @ mu
+        g = g + Jc.T @ mu
     if h.size:
         g = g + party.h_jac(w).T @ nu
     hinf = float(np.max(np.abs(h), initial=0.0))

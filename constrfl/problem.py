@@ -105,8 +105,13 @@ class Party:
     def c_value(self, w):
         return _stack_values(self.constraints, w)
 
-    def c_jac(self, w):
-        return _stack_jacs(self.constraints, w)
+    def c_value_jac(self, w):
+        """``(c(w), ∇c(w))`` in one pass over each constraint's data."""
+        if not self.constraints:
+            return np.zeros(0), np.zeros((0, w.shape[0]))
+        pairs = [f.value_grad(w) for f in self.constraints]
+        return (np.concatenate([np.atleast_1d(v) for v, _ in pairs]),
+                np.vstack([np.atleast_2d(g) for _, g in pairs]))
 
     def c_hess(self, w, y):
         """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if unavailable)."""

@@ -29,10 +29,13 @@ class AugmentedTerm:
             H = party.f_hess(w)
             H = np.zeros((w.size, w.size)) if H is None else np.array(H, dtype=np.float64)
         if party.n_ineq:
-            p = np.maximum(self.mu + beta * party.c_value(w), 0.0)
+            if order >= 1:
+                c, J = party.c_value_jac(w)
+            else:
+                c = party.c_value(w)
+            p = np.maximum(self.mu + beta * c, 0.0)
             val += (p @ p) / (2 * beta)
             if order >= 1 and p.any():
-                J = party.c_jac(w)
                 g = g + J.T @ p
                 if order >= 2:
                     JA = J[p > 0]

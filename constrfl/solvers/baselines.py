@@ -302,7 +302,8 @@ class _Share:
         p = self.party
         g = p.f_minibatch_grad(w, self.rng, self.batch_size)
         if self.weight and p.n_ineq:
-            g = g + self.weight * (p.c_jac(w).T @ np.maximum(p.c_value(w), 0.0))
+            c, J = p.c_value_jac(w)
+            g = g + self.weight * (J.T @ np.maximum(c, 0.0))
         if self.weight and p.n_eq:
             g = g + self.weight * (p.h_jac(w).T @ p.h_value(w))
         return self.scale * g
