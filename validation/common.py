@@ -380,6 +380,20 @@ def stat(values, how):
     return float(getattr(np, how)(v))
 
 
+def optimal_cell(records):
+    """``"k/N"`` optimal runs, with the number of solver errors if any."""
+    ok = sum(r["status"] == "optimal" for r in records)
+    errors = sum(r["status"].startswith("error") for r in records)
+    return f"{ok}/{len(records)}" + (f" ({errors} errors)" if errors else "")
+
+
+def mean_max(values):
+    """``"mean / max"`` in ``.1e``, or ``–`` when no value was measured."""
+    if all(x is None for x in values):
+        return "–"
+    return f"{fmt(stat(values, 'mean'), '.1e')} / {fmt(stat(values, 'max'), '.1e')}"
+
+
 def md_table(columns, rows):
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]

@@ -71,15 +71,12 @@ def table(outs, configs):
             continue
         for label in [v[0] for v in C.solver_variants()]:
             recs = [r for o in group for r in o["runs"] if r["label"] == label]
-            ok = sum(r["status"] == "optimal" for r in recs)
-            errors = sum(r["status"].startswith("error") for r in recs)
             g = lambda k: [r.get(k) for r in recs]          # noqa: E731
             rows.append([
-                n, d, m, label, f"{ok}/{len(recs)}" + (f" ({errors} errors)" if errors else ""),
+                n, d, m, label, C.optimal_cell(recs),
                 C.mean_std(g("objective"), ".8g"),
-                f"{C.fmt(C.stat(g('gap'), 'mean'), '.1e')} / {C.fmt(C.stat(g('gap'), 'max'), '.1e')}",
-                f"{C.fmt(C.stat(g('feasibility'), 'mean'), '.1e')} / "
-                f"{C.fmt(C.stat(g('feasibility'), 'max'), '.1e')}",
+                C.mean_max(g("gap")),
+                C.mean_max(g("feasibility")),
                 C.fmt(C.stat(g("stationarity"), "max"), ".1e"),
                 C.fmt(C.stat(g("rounds"), "mean"), ".0f"),
                 C.fmt(C.stat(g("outer"), "mean"), ".0f"),

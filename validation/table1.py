@@ -145,16 +145,12 @@ def section(name, outs, clients, provenance, data):
             continue
         for label in labels:
             recs = [r for o in group for r in o["runs"] if r["label"] == label]
-            ok = sum(r["status"] == "optimal" for r in recs)
-            errors = sum(r["status"].startswith("error") for r in recs)
             g = lambda k: [r.get(k) for r in recs]          # noqa: E731
-            rd = g("rel_diff")
             rows.append([
-                n, label, f"{ok}/{len(recs)}" + (f" ({errors} errors)" if errors else ""),
+                n, label, C.optimal_cell(recs),
                 C.mean_std(g("objective"), ".6g"),
-                f"{C.fmt(C.stat(g('gap'), 'mean'), '.1e')} / {C.fmt(C.stat(g('gap'), 'max'), '.1e')}",
-                ("–" if all(x is None for x in rd) else
-                 f"{C.fmt(C.stat(rd, 'mean'), '.1e')} / {C.fmt(C.stat(rd, 'max'), '.1e')}"),
+                C.mean_max(g("gap")),
+                C.mean_max(g("rel_diff")),
                 C.mean_std(g("loss_max"), ".6g"), C.mean_std(g("loss_mean"), ".6g"),
                 C.fmt(C.stat(g("stationarity"), "max"), ".1e"),
                 C.fmt(C.stat(g("definition1"), "max"), ".1e"),
