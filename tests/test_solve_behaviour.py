@@ -54,13 +54,14 @@ def test_bit_identical_reruns():
 
 
 def test_message_accounting():
-    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration."""
+    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration.
+    Per ADMM round a client uploads uᵢ + λᵢ/ρᵢ, eᵢ (d floats each) and ‖uᵢ − w‖∞."""
     p = np_problem(5, 0.4)
     res = cf.solve(p, method="fedproxal")
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
     assert res.bytes_down == 8 * n * (d + T * (d + 1) + K * d)
-    assert res.bytes_up == 8 * n * (d + T * (d + 2) + K * (d + 5) + (K - 1) * d)
+    assert res.bytes_up == 8 * n * (d + T * (2 * d + 1) + K * (d + 5) + (K - 1) * d)
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
 

@@ -2,17 +2,25 @@
 
 Each owner runs a :class:`Node`: it holds its multipliers (μᵢ, νᵢ), its ADMM state
 (uᵢ, λᵢ) and the only references to its functions.  The server and the nodes exchange
-exactly the messages of ALGORITHMS.md §4: the server broadcasts wᵗ⁺¹; each client
-uploads the vector uᵢ + λᵢ/ρᵢ and the scalar εᵢ of (22).
+the messages of ALGORITHMS.md §4: the server broadcasts wᵗ⁺¹; each client uploads the
+vector uᵢ + λᵢ/ρᵢ and its stationarity share.  Three deviations, each measured:
 
-One deviation from (18), for exactness: when the server has functions of its own
-(f₀, c₀, h₀), its smooth part ALₒ is a consensus block like a client's, held by the
-server (no communication), so the server's w-step is always the closed form
+* When the server has functions of its own (f₀, c₀, h₀), its smooth part ALₒ is a
+  consensus block like a client's, held by the server (no communication), so the
+  server's w-step is always the closed form
 
-    σ = Σᵢ ρᵢ + 1/((n+1)β),  a = (Σᵢ ρᵢ vᵢ + wᵏ/((n+1)β)) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),
+      σ = Σᵢ ρᵢ + 1/((n+1)β),  a = (Σᵢ ρᵢ vᵢ + wᵏ/((n+1)β)) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),
 
-with ε₀,ₜ = 0.  The certificate (23) ⇒ (10) holds as stated: summing the blocks'
-(22) bounds dist∞(0, ∂Ψ_k(wᵗ⁺¹)).
+  with ε₀,ₜ = 0.
+* Each client uploads the vector eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − ρᵢ(wᵗ⁺¹ − uᵢᵗ) whose norm is
+  (22)'s εᵢ, and the stop test is ‖Σᵢ eᵢ‖∞ ≤ τ.  The argument below (23) shows
+  Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹), so this certifies (10) as (23) does; it is never looser than
+  Σᵢ εᵢ, only the sum is needed (secure aggregation applies), and it costs d − 1
+  floats more per upload.  On NP breast-cancer (n = 20) it saves about 2× rounds.
+* Outer iteration 0 starts the ADMM cold, λᵢ = 0: from an arbitrary w⁰ the warm start
+  λᵢ = −∇φᵢ(w⁰) makes the first w-step a gradient step of length ‖∇Ψ₀(w⁰)‖/Σρᵢ, which
+  with a small ρ throws w far off (about 6× more rounds in that subproblem there).
+  Later outer iterations use the paper's warm start λᵢ = −∇φᵢ(wᵏ).
 """
 from __future__ import annotations
 
@@ -34,26 +42,26 @@ class Node:
         self.use_hessian = local_solver == "newton"
         self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
 
-    def begin(self, wk, beta, gamma):
-        """Outer step k: form φᵢ = ALᵢ + γ/2‖· − wᵏ‖²; ADMM start uᵢ = wᵏ,
-        λᵢ = −∇φᵢ(wᵏ).  Returns the upload uᵢ + λᵢ/ρᵢ."""
+    def begin(self, wk, beta, gamma, cold=False):
+        """Outer step k: form φᵢ = ALᵢ + γ/2‖· − wᵏ‖²; ADMM start uᵢ = wᵏ and
+        λᵢ = −∇φᵢ(wᵏ), or λᵢ = 0 when ``cold``.  Returns the upload uᵢ + λᵢ/ρᵢ."""
         self.term = AugmentedTerm(self.party, beta, self.mu, self.nu)
         self.phi = plus_quadratic(self.term, gamma, wk)
         self.u = wk.copy()
-        self.lam = -self.phi(wk, 1)[1]
+        self.lam = np.zeros_like(wk) if cold else -self.phi(wk, 1)[1]
         return self.u + self.lam / self.rho
 
     def step(self, w, tol, scale=1.0):
-        """(22) with the ρᵢ the server used for w, then ρᵢ ← scale·ρᵢ, (19) to
-        ``‖∇‖∞ ≤ tol`` and (20).  Returns (εᵢ, uᵢ + λᵢ/ρᵢ, ‖uᵢ − w‖∞)."""
-        eps = float(np.max(np.abs(self.phi(w, 1)[1] + self.lam - self.rho * (w - self.u))))
+        """(22) as a vector eᵢ with the ρᵢ the server used for w, then ρᵢ ← scale·ρᵢ,
+        (19) to ``‖∇‖∞ ≤ tol`` and (20).  Returns (eᵢ, uᵢ + λᵢ/ρᵢ, ‖uᵢ − w‖∞)."""
+        e = self.phi(w, 1)[1] + self.lam - self.rho * (w - self.u)
         self.rho *= scale
         rho = self.rho
         sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
         res = minimize_smooth(sub, self.u, tol, self.local_max_iter, self.use_hessian)
         self.u = res.x
         self.lam = self.lam + rho * (self.u - w)
-        return eps, self.u + self.lam / rho, float(np.max(np.abs(self.u - w)))
+        return e, self.u + self.lam / rho, float(np.max(np.abs(self.u - w)))
 
     def finish(self, w):
         """Step 3 of Algorithm 1 on the owner's own multipliers; returns the scalars
@@ -87,7 +95,7 @@ class Traffic:
 def admm(client_nodes, server_node, wk, v, gamma, P, tau, traffic, *, q=0.9,
          max_iter=10000, adaptive_rho=True):
     """Run Algorithm 2 from the uploads ``v`` (one per block, clients first, the
-    server's block last if any) until (23) ``Σᵢ εᵢ ≤ τ``.
+    server's block last if any) until ``‖Σᵢ eᵢ‖∞ ≤ τ`` (see the module docstring).
 
     Local tolerances ε_t = max(τ/(10B), τ·qᵗ) for B blocks (the geometric schedule of
     §4 scaled to τ).  With ``adaptive_rho`` the server rescales every ρᵢ by 2 or 1/2
@@ -95,12 +103,12 @@ def admm(client_nodes, server_node, wk, v, gamma, P, tau, traffic, *, q=0.9,
     differ by more than 10× (residual balancing, Boyd et al. 2011, §3.4.1); the factor
     rides on the broadcast and each client applies it after its (22), so every
     iteration uses one ρ throughout and (23) still certifies (10).
-    Returns ``(w, iterations, converged, eps_sum)``.
+    Returns ``(w, iterations, converged, certificate)``.
     """
     blocks = client_nodes + ([server_node] if server_node is not None else [])
     d = wk.size
     eps_floor = tau / (10 * len(blocks))
-    eps_sum = np.inf
+    cert = np.inf
     w, primal = wk, None
     for t in range(max_iter):
         rhos = np.array([b.rho for b in blocks])
@@ -110,14 +118,14 @@ def admm(client_nodes, server_node, wk, v, gamma, P, tau, traffic, *, q=0.9,
         if adaptive_rho and primal is not None:
             dual = rhos.max() * float(np.max(np.abs(w - w_prev)))
             scale = 2.0 if primal > 10 * dual else 0.5 if dual > 10 * primal else 1.0
-        traffic.exchange(len(client_nodes), d + 1, d + 2)
+        traffic.exchange(len(client_nodes), d + 1, 2 * d + 1)
         tol_t = max(eps_floor, tau * q ** t)
         out = [b.step(w, tol_t, scale) for b in blocks]
-        eps_sum = sum(o[0] for o in out)
+        cert = float(np.max(np.abs(sum(o[0] for o in out))))
         v = [o[1] for o in out]
         primal = max(o[2] for o in out)
-        if not (np.isfinite(eps_sum) and np.all(np.isfinite(w))):
-            return w, t + 1, False, eps_sum
-        if eps_sum <= tau:                                                # (23)
-            return w, t + 1, True, eps_sum
-    return w, max_iter, False, eps_sum
+        if not (np.isfinite(cert) and np.all(np.isfinite(w))):
+            return w, t + 1, False, cert
+        if cert <= tau:                                             # (23), aggregated
+            return w, t + 1, True, cert
+    return w, max_iter, False, cert

@@ -45,10 +45,11 @@ class FederatedSubsolver:
 
     def subproblem(self, wk, beta, tau):
         gamma = 1.0 / ((self.n + 1) * beta)
-        v = [c.begin(wk, beta, gamma) for c in self.clients]
+        cold = self.traffic.rounds == 0
+        v = [c.begin(wk, beta, gamma, cold) for c in self.clients]
         if self.server is not None:
-            v.append(self.server.begin(wk, beta, 0.0))      # γ-share in the w-step
-        if self.traffic.rounds == 0:
+            v.append(self.server.begin(wk, beta, 0.0, cold))      # γ-share in the w-step
+        if cold:
             self.traffic.exchange(self.n, self.d, self.d)    # w⁰ down, first uploads up
         else:
             self.traffic.add_upload(self.n, self.d)          # rides on the last round
