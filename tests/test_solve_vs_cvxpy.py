@@ -20,6 +20,7 @@ CASES = {
     # (c) nonsmooth regularizers together with inequality constraints
     "np_l1": lambda: np_problem(5, 0.5, regularizer=prox.L1(0.02)),
     "np_box": lambda: np_problem(5, 0.5, regularizer=BOX),
+    "np_ridge": lambda: np_problem(5, 0.4, regularizer=prox.SquaredL2(0.05)),
     # (d) one client and twenty clients
     "np_1_client": lambda: np_problem(1, 0.5, server_separation=0.7),
     "np_20_clients": lambda: np_problem(20, 0.4, rows=800),
@@ -75,6 +76,8 @@ def test_cases_exercise_what_they_claim():
     assert np.sum(np.abs(reference("np_l1").reference_w) < 1e-7) >= 1
     assert np.sum(np.abs(np.abs(reference("np_box").reference_w[:5]) - 0.5) < 1e-7) >= 1
     assert np.abs(reference("lcqp").reference_multipliers["client-0"].eq).max() > 1e-3
+    ridge = reference("np_ridge").reference_multipliers
+    assert sum(m.ineq.max(initial=0) > 0.1 for m in ridge.values()) >= 2
 
 
 def test_certificate_reports_both_points():

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from ..prox import Zero
+from ..prox import SquaredL2, Zero
+from .augmented import plus_quadratic
 
 ARMIJO = 1e-4
 
@@ -91,6 +92,8 @@ def minimize_composite(fun, P, x0, tol, max_iter=100):
     ``dist∞(0, ∇fun(x) + ∂P(x)) ≤ tol``."""
     if isinstance(P, Zero):
         return minimize_smooth(fun, x0, tol, max_iter)
+    if isinstance(P, SquaredL2):          # smooth: Newton on fun + lam/2‖·‖² directly
+        return minimize_smooth(plus_quadratic(fun, P.lam, 0.0), x0, tol, max_iter)
     x = P.prox(np.asarray(x0, dtype=np.float64), 0.0)     # into dom P
     f, g, H = fun(x, 2)
     if H is None:
