@@ -58,6 +58,7 @@ class Function:
     size: int | None = None    # None: scalar-valued; m: vector-valued in Rᵐ
     curvature: str = "convex"
     n_samples: int = 0         # rows of data behind this function (for ρᵢ ∝ Nᵢ)
+    quadratic: bool = False    # at most quadratic: the Hessian does not depend on w
 
     # -- evaluation -------------------------------------------------------------------
     def value(self, w):
@@ -192,6 +193,10 @@ class Sum(Function):
     def has_hess(self):
         return all(f.has_hess for f in self.terms)
 
+    @property
+    def quadratic(self):
+        return all(f.quadratic for f in self.terms)
+
     def cvxpy(self, w):
         return sum(a * f.cvxpy(w) for f, a in zip(self.terms, self.weights)) + self.offset
 
@@ -210,6 +215,8 @@ class Sum(Function):
 
 class Quadratic(Function):
     """``f(w) = ½ wᵀAw + bᵀw + c`` (A symmetrized; convex iff A ⪰ 0)."""
+
+    quadratic = True
 
     def __init__(self, A, b=None, c=0.0):
         A = _as_float_array(A, "A", "Quadratic", ndim=2)
@@ -264,6 +271,7 @@ class Affine(Function):
     """``h(w) = Cw + d``: vector-valued for a 2-D ``C`` (m, d), scalar for a 1-D ``C``."""
 
     curvature = "affine"
+    quadratic = True
 
     def __init__(self, C, d=None):
         self.C = _as_float_array(C, "C", "Affine", ndim=(1, 2))
@@ -316,6 +324,10 @@ class _RowLoss(Function):
                 raise ValueError(f"{name}: sample_weight must be non-negative with a "
                                  "positive sum")
         self.n_samples = n
+        # What the kernels are given: X itself, or its CSR when X is sparse enough
+        # for that to be faster (the kernels give the same results on both).
+        sparse = np.count_nonzero(self.X) <= kernels.CSR_MAX_DENSITY * self.X.size
+        self._Xk = kernels.CSR.from_dense(self.X) if sparse else self.X
 
     def data(self):
         return [("X", self.X), ("y", self.y), ("sample_weight", self.s)]
@@ -324,7 +336,7 @@ class _RowLoss(Function):
         if batch_size is None or batch_size >= self.n_samples:
             return self.grad(w)
         idx = np.sort(rng.choice(self.n_samples, size=batch_size, replace=False))
-        return self._grad_rows(self.X, self.y, self.s, w, idx.astype(np.int64))
+        return self._grad_rows(self._Xk, self.y, self.s, w, idx.astype(np.int64))
 
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n_samples}, d={self.dim})"
@@ -333,6 +345,8 @@ class _RowLoss(Function):
 class LeastSquares(_RowLoss):
     """``f(w) = (1/S) Σⱼ sⱼ ½(xⱼᵀw − yⱼ)²``, ``S = Σⱼ sⱼ`` (the mean for unit weights)."""
 
+    quadratic = True
+
     def __init__(self, X, y, sample_weight=None):
         super().__init__(X, y, sample_weight, "LeastSquares")
         self._H = None
@@ -340,17 +354,17 @@ class LeastSquares(_RowLoss):
     _grad_rows = staticmethod(kernels.lsq_grad_rows)
 
     def value(self, w):
-        return kernels.lsq_value_grad(self.X, self.y, self.s, w)[0]
+        return kernels.lsq_value_grad(self._Xk, self.y, self.s, w)[0]
 
     def grad(self, w):
-        return kernels.lsq_value_grad(self.X, self.y, self.s, w)[1]
+        return kernels.lsq_value_grad(self._Xk, self.y, self.s, w)[1]
 
     def value_grad(self, w):
-        return kernels.lsq_value_grad(self.X, self.y, self.s, w)
+        return kernels.lsq_value_grad(self._Xk, self.y, self.s, w)
 
     def hess(self, w, y=None):
         if self._H is None:
-            self._H = kernels.lsq_hess(self.X, self.s)
+            self._H = kernels.lsq_hess(self._Xk, self.s)
         return self._H if y is None else y * self._H
 
     def cvxpy(self, w):
@@ -371,16 +385,16 @@ class LogisticLoss(_RowLoss):
     _grad_rows = staticmethod(kernels.logistic_grad_rows)
 
     def value(self, w):
-        return kernels.logistic_value(self.X, self.y, self.s, w)
+        return kernels.logistic_value(self._Xk, self.y, self.s, w)
 
     def grad(self, w):
-        return kernels.logistic_value_grad(self.X, self.y, self.s, w)[1]
+        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)[1]
 
     def value_grad(self, w):
-        return kernels.logistic_value_grad(self.X, self.y, self.s, w)
+        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)
 
     def hess(self, w, y=None):
-        H = kernels.logistic_value_grad_hess(self.X, self.y, self.s, w)[2]
+        H = kernels.logistic_value_grad_hess(self._Xk, self.y, self.s, w)[2]
         return H if y is None else y * H
 
     def cvxpy(self, w):

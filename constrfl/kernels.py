@@ -1,7 +1,7 @@
 """Numba kernels for weighted logistic and least-squares empirical risks.
 
-Notation: X is (N, d) C-contiguous float64, y (N,), sample weights s (N,)
-(all ones when unweighted), w (d,), z = X @ w, S = sum(s).
+Notation: X is (N, d), y (N,), sample weights s (N,) (all ones when
+unweighted), w (d,), z = X @ w, S = sum(s).
 
 Logistic loss, labels y in {0, 1}:
     value = (1/S) sum_j s_j (log(1 + exp(z_j)) - y_j z_j)
@@ -18,25 +18,144 @@ Stability: with e = exp(-|z|) <= 1 and q = e / (1 + e) = min(sigma, 1 - sigma),
     sigma (1 - sigma)     = q (1 - q)
 so nothing overflows and no small quantity is formed by cancellation.
 
+Layouts: every kernel takes X either dense, a float64 array (C-contiguous for
+speed), or sparse, a :class:`CSR` (indptr int64 (N+1,), indices int64 sorted
+within each row, data float64, ncols = d), e.g. ``CSR.from_dense(X)``.  One
+kernel body serves both: it walks the rows through the jit-only helpers
+`_shape`, `_row`, `_dot`, `_axpy`, `_add_outer_upper`, which numba resolves
+per layout at compile time and inlines, so the dense path runs as fast as
+before CSR existed.  A CSR row costs its nonzeros instead of d (nnz^2/2
+instead of d^2/2 for a Hessian), which pays when the density nnz/(N d) is at
+most CSR_MAX_DENSITY.  The CSR path only leaves out the terms that are exact
+zeros in the dense path, so with finite w (barring overflow) both layouts give
+bit-identical results.
+
 All kernels make one sequential pass over the rows in a fixed order (no
 fastmath, no parallelism), so results are bit-reproducible.  The `*_rows`
 kernels restrict the weighted mean to rows idx (int64, duplicates count
 repeatedly, normalised by sum(s[idx])), for minibatch SGD.
 """
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+# Largest fraction of nonzeros at which callers should pass a CSR.  Measured
+# on N = 2000 random sparse rows, d = 5..300: at density 0.25 the CSR is
+# 1.5-7x faster for value_grad_hess, as fast or faster for value, and within
+# +-6% (d <= 30) to 1.7x faster (d = 300) for value_grad; at 0.35
+# value_grad is already 13-35% slower via CSR for d = 10..30.  (The UCI adult
+# data, density 0.14 at d = 106: value_grad_hess ~14x faster.)
+CSR_MAX_DENSITY = 0.25
 
 
-@numba.njit(cache=True, inline="always")
-def _dot(x, w):
+class CSR(NamedTuple):
+    """Compressed sparse rows of an (N, ncols) matrix."""
+    indptr: np.ndarray   # int64 (N + 1,): row j is data[indptr[j]:indptr[j + 1]]
+    indices: np.ndarray  # int64 (nnz,): column of each entry, ascending in each row
+    data: np.ndarray     # float64 (nnz,)
+    ncols: int
+
+    @classmethod
+    def from_dense(cls, X):
+        """The nonzeros of a 2-D array (NaN counts as nonzero)."""
+        X = np.asarray(X, dtype=np.float64)
+        rows, cols = np.nonzero(X)
+        indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=X.shape[0]), out=indptr[1:])
+        return cls(indptr, cols.astype(np.int64), X[rows, cols], X.shape[1])
+
+
+# ---- layout-generic helpers ------------------------------------------------
+# A dense row is X[j], a 1-D array; a CSR row is (indices, data, lo, hi), its
+# entries being k in range(lo, hi): the whole arrays and bounds, since slicing
+# them per row costs ~15 ns a row (2x on value_grad at d = 10).
+def _by_layout(dense, csr, on=0):
+    """A jit-only helper that runs `dense` if its argument number `on` is an
+    array (a dense matrix or row) and `csr` otherwise, chosen at compile time
+    and inlined into the caller's numba IR (like njit(inline="always"))."""
+    def helper(*args):
+        raise TypeError("jit-only helper")
+
+    @overload(helper, inline="always", strict=False)
+    def _choose(*args):
+        return dense if isinstance(args[on], types.Array) else csr
+    return helper
+
+
+def _dense_shape(X):
+    return X.shape
+
+
+def _csr_shape(X):
+    return X.indptr.shape[0] - 1, X.ncols
+
+
+def _dense_row(X, j):
+    return X[j]
+
+
+def _csr_row(X, j):
+    return X.indices, X.data, X.indptr[j], X.indptr[j + 1]
+
+
+def _dense_dot(x, w):
     acc = 0.0
     for k in range(x.shape[0]):
         acc += x[k] * w[k]
     return acc
 
 
+def _csr_dot(x, w):
+    idx, val, lo, hi = x
+    acc = 0.0
+    for k in range(lo, hi):
+        acc += val[k] * w[idx[k]]
+    return acc
+
+
+def _dense_axpy(a, x, out):
+    for k in range(x.shape[0]):
+        out[k] += a * x[k]
+
+
+def _csr_axpy(a, x, out):
+    idx, val, lo, hi = x
+    for k in range(lo, hi):
+        out[idx[k]] += a * val[k]
+
+
+def _dense_add_outer_upper(c, x, H):
+    d = x.shape[0]
+    for a in range(d):
+        ca = c * x[a]
+        for b in range(a, d):
+            H[a, b] += ca * x[b]
+
+
+def _csr_add_outer_upper(c, x, H):
+    idx, val, lo, hi = x  # idx ascending, so (idx[a], idx[b]) with b >= a is upper
+    for a in range(lo, hi):
+        ca = c * val[a]
+        row = idx[a]
+        for b in range(a, hi):
+            H[row, idx[b]] += ca * val[b]
+
+
+_shape = _by_layout(_dense_shape, _csr_shape)
+_row = _by_layout(_dense_row, _csr_row)
+_dot = _by_layout(_dense_dot, _csr_dot)
+# numba 0.68 mis-scopes one overload inlined twice into a function (it warns
+# NumbaIRAssumptionWarning), so logistic_hessvec takes its second dot from here
+_dot2 = _by_layout(_dense_dot, _csr_dot)
+_axpy = _by_layout(_dense_axpy, _csr_axpy, on=1)
+_add_outer_upper = _by_layout(_dense_add_outer_upper, _csr_add_outer_upper, on=1)
+
+
+# ---- kernels -----------------------------------------------------------------
 @numba.njit(cache=True, inline="always")
 def _logistic_point(z, y):
     """Per-sample (loss, sigma(z) - y, sigma(z)(1 - sigma(z))), stable."""
@@ -45,21 +164,6 @@ def _logistic_point(z, y):
     if z >= 0.0:
         return math.log1p(e) + (1.0 - y) * z, (1.0 - y) - q, q * (1.0 - q)
     return math.log1p(e) - y * z, q - y, q * (1.0 - q)
-
-
-@numba.njit(cache=True, inline="always")
-def _axpy(a, x, out):
-    for k in range(x.shape[0]):
-        out[k] += a * x[k]
-
-
-@numba.njit(cache=True, inline="always")
-def _add_outer_upper(c, x, H):
-    d = x.shape[0]
-    for a in range(d):
-        ca = c * x[a]
-        for b in range(a, d):
-            H[a, b] += ca * x[b]
 
 
 @numba.njit(cache=True, inline="always")
@@ -75,83 +179,92 @@ def _finish_sym(H, S):
 @numba.njit(cache=True)
 def logistic_value(X, y, s, w):
     val = 0.0
-    for j in range(X.shape[0]):
-        val += s[j] * _logistic_point(_dot(X[j], w), y[j])[0]
+    for j in range(_shape(X)[0]):
+        val += s[j] * _logistic_point(_dot(_row(X, j), w), y[j])[0]
     return val / np.sum(s)
 
 
 @numba.njit(cache=True)
 def logistic_value_grad(X, y, s, w):
+    n, d = _shape(X)
     val = 0.0
-    g = np.zeros(X.shape[1])
-    for j in range(X.shape[0]):
-        loss, r, _ = _logistic_point(_dot(X[j], w), y[j])
+    g = np.zeros(d)
+    for j in range(n):
+        x = _row(X, j)
+        loss, r, _ = _logistic_point(_dot(x, w), y[j])
         val += s[j] * loss
-        _axpy(s[j] * r, X[j], g)
+        _axpy(s[j] * r, x, g)
     S = np.sum(s)
     return val / S, g / S
 
 
 @numba.njit(cache=True)
 def logistic_value_grad_hess(X, y, s, w):
-    d = X.shape[1]
+    n, d = _shape(X)
     val = 0.0
     g = np.zeros(d)
     H = np.zeros((d, d))
-    for j in range(X.shape[0]):
-        loss, r, h = _logistic_point(_dot(X[j], w), y[j])
+    for j in range(n):
+        x = _row(X, j)
+        loss, r, h = _logistic_point(_dot(x, w), y[j])
         val += s[j] * loss
-        _axpy(s[j] * r, X[j], g)
-        _add_outer_upper(s[j] * h, X[j], H)
+        _axpy(s[j] * r, x, g)
+        _add_outer_upper(s[j] * h, x, H)
     S = np.sum(s)
     return val / S, g / S, _finish_sym(H, S)
 
 
 @numba.njit(cache=True)
 def logistic_hessvec(X, s, w, v):
-    out = np.zeros(X.shape[1])
-    for j in range(X.shape[0]):
-        h = _logistic_point(_dot(X[j], w), 0.0)[2]
-        _axpy(s[j] * h * _dot(X[j], v), X[j], out)
+    n, d = _shape(X)
+    out = np.zeros(d)
+    for j in range(n):
+        x = _row(X, j)
+        h = _logistic_point(_dot(x, w), 0.0)[2]
+        _axpy(s[j] * h * _dot2(x, v), x, out)
     return out / np.sum(s)
 
 
 @numba.njit(cache=True)
 def logistic_grad_rows(X, y, s, w, idx):
-    g = np.zeros(X.shape[1])
+    g = np.zeros(_shape(X)[1])
     S = 0.0
     for j in idx:
-        _axpy(s[j] * _logistic_point(_dot(X[j], w), y[j])[1], X[j], g)
+        x = _row(X, j)
+        _axpy(s[j] * _logistic_point(_dot(x, w), y[j])[1], x, g)
         S += s[j]
     return g / S
 
 
 @numba.njit(cache=True)
 def lsq_value_grad(X, y, s, w):
+    n, d = _shape(X)
     val = 0.0
-    g = np.zeros(X.shape[1])
-    for j in range(X.shape[0]):
-        r = _dot(X[j], w) - y[j]
+    g = np.zeros(d)
+    for j in range(n):
+        x = _row(X, j)
+        r = _dot(x, w) - y[j]
         val += 0.5 * s[j] * r * r
-        _axpy(s[j] * r, X[j], g)
+        _axpy(s[j] * r, x, g)
     S = np.sum(s)
     return val / S, g / S
 
 
 @numba.njit(cache=True)
 def lsq_hess(X, s):
-    d = X.shape[1]
+    n, d = _shape(X)
     H = np.zeros((d, d))
-    for j in range(X.shape[0]):
-        _add_outer_upper(s[j], X[j], H)
+    for j in range(n):
+        _add_outer_upper(s[j], _row(X, j), H)
     return _finish_sym(H, np.sum(s))
 
 
 @numba.njit(cache=True)
 def lsq_grad_rows(X, y, s, w, idx):
-    g = np.zeros(X.shape[1])
+    g = np.zeros(_shape(X)[1])
     S = 0.0
     for j in idx:
-        _axpy(s[j] * (_dot(X[j], w) - y[j]), X[j], g)
+        x = _row(X, j)
+        _axpy(s[j] * (_dot(x, w) - y[j]), x, g)
         S += s[j]
     return g / S

@@ -87,6 +87,13 @@ class Party:
     def is_convex(self):
         return all(f.is_convex for _, f in self._slots())
 
+    @property
+    def constant_hessian(self):
+        """True when the AL term's Hessian does not depend on w or the multipliers:
+        a quadratic (or no) objective, affine equalities, no inequalities."""
+        return (not self.constraints
+                and (self.objective is None or self.objective.quadratic))
+
     # -- evaluation (called on the party's behalf) ------------------------------------
     def f_value_grad(self, w):
         if self.objective is None:

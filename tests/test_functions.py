@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from constrfl import functions as fn
+from constrfl import kernels
 
 rng = np.random.default_rng(1)
 d = 4
@@ -14,6 +15,13 @@ sw = rng.uniform(0.5, 2.0, 30)
 A = rng.standard_normal((d, d))
 A = A @ A.T
 C = rng.standard_normal((2, d))
+# sparse rows like one-hot encoded data (~15% nonzero, column 9 all zero): on these
+# LogisticLoss and LeastSquares hand the kernels a CSR
+Xsp = np.zeros((200, 10))
+Xsp[np.arange(200), rng.integers(1, 9, 200)] = 1.0  # one category a row
+Xsp[:, 0] = rng.standard_normal(200) * (rng.random(200) < 0.5)  # a half-empty numeric column
+ysp = (Xsp[:, 0] + 0.5 * rng.standard_normal(200) > 0).astype(float)
+swsp = rng.uniform(0.5, 2.0, 200)
 
 SCALAR = {
     "quadratic": fn.Quadratic(A, rng.standard_normal(d), 0.7),
@@ -22,6 +30,8 @@ SCALAR = {
     "logistic": fn.LogisticLoss(X, ylab),
     "logistic_weighted": fn.LogisticLoss(X, ylab, sample_weight=sw),
     "combo": 0.5 * fn.LogisticLoss(X, ylab) + fn.Quadratic(A) - 0.2,
+    "lsq_sparse": fn.LeastSquares(Xsp, Xsp @ np.arange(10.0), sample_weight=swsp),
+    "logistic_sparse": fn.LogisticLoss(Xsp, ysp, sample_weight=swsp),
 }
 
 
@@ -32,7 +42,7 @@ def fd_grad(f, w, h=1e-6):
 @pytest.mark.parametrize("name", sorted(SCALAR))
 def test_scalar_derivatives(name):
     f = SCALAR[name]
-    w = rng.standard_normal(d)
+    w = rng.standard_normal(f.dim or d)
     assert np.allclose(f.grad(w), fd_grad(f.value, w), rtol=1e-6, atol=1e-7)
     assert np.allclose(f.hess(w), fd_grad(f.grad, w), rtol=1e-6, atol=1e-7)
     v, g = f.value_grad(w)
@@ -42,8 +52,8 @@ def test_scalar_derivatives(name):
 @pytest.mark.parametrize("name", sorted(SCALAR))
 def test_cvxpy_form_matches_value(name):
     f = SCALAR[name]
-    w = rng.standard_normal(d)
-    var = cp.Variable(d)
+    w = rng.standard_normal(f.dim or d)
+    var = cp.Variable(w.size)
     var.value = w
     assert float(f.cvxpy(var).value) == pytest.approx(f.value(w), rel=1e-10)
 
@@ -88,3 +98,20 @@ def test_minibatch_gradient_is_unbiased_subset():
     idx = np.sort(np.random.default_rng(0).choice(30, size=10, replace=False))
     assert np.allclose(g, fn.LogisticLoss(X[idx], ylab[idx]).grad(w), rtol=1e-12)
     assert np.array_equal(f.minibatch_grad(w, np.random.default_rng(0)), f.grad(w))
+
+
+@pytest.mark.parametrize("cls", [fn.LogisticLoss, fn.LeastSquares])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sparse_data_takes_csr_path(cls, weighted, monkeypatch):
+    f = cls(Xsp, ysp, sample_weight=swsp if weighted else None)
+    assert isinstance(f._Xk, kernels.CSR) and np.array_equal(f.X, Xsp)  # X itself stays dense
+    dense_data = cls(X, ylab)
+    assert dense_data._Xk is dense_data.X
+    monkeypatch.setattr(kernels, "CSR_MAX_DENSITY", -1.0)  # never sparse: the dense path
+    g = cls(Xsp, ysp, sample_weight=swsp if weighted else None)
+    assert g._Xk is g.X
+    w = np.random.default_rng(5).standard_normal(10)
+    for out in (lambda h: h.value(w), lambda h: h.grad(w), lambda h: h.hess(w),
+                lambda h: h.value_grad(w)[0], lambda h: h.value_grad(w)[1],
+                lambda h: h.minibatch_grad(w, np.random.default_rng(0), 50)):
+        assert np.linalg.norm(out(f) - out(g)) <= 1e-12 * np.linalg.norm(out(g))

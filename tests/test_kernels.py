@@ -3,11 +3,15 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 from constrfl import kernels as K
 
 SHAPES = [(1, 1), (1, 4), (6, 1), (40, 3), (257, 12)]
 CASES = [(N, d, weighted) for N, d in SHAPES for weighted in (False, True)]
+# "dense": X as a dense array, data with no zeros; "csr": X as a K.CSR, data
+# ~30% nonzero with an all-zero row and column (where N, d > 1)
+LAYOUTS = ["dense", "csr"]
 
 
 def relerr(a, b, floor=1e-8):
@@ -15,13 +19,25 @@ def relerr(a, b, floor=1e-8):
     return np.linalg.norm(a - b) / max(np.linalg.norm(b), floor)
 
 
-def make(N, d, weighted, seed=0, scale=1.0):
+def make(N, d, weighted, seed=0, scale=1.0, layout="dense"):
+    """(X, y, s, w) with X dense; sparse as described at LAYOUTS for "csr"."""
     rng = np.random.default_rng(seed + 1000 * N + d)
     X = rng.standard_normal((N, d)) * scale
     y = (rng.random(N) < 0.5).astype(float)
     s = rng.uniform(0.1, 3.0, N) if weighted else np.ones(N)
     w = rng.standard_normal(d)
+    if layout == "csr":
+        X *= rng.random((N, d)) < 0.3
+        if N > 1:
+            X[N // 2] = 0.0
+        if d > 1:
+            X[:, d // 2] = 0.0
     return X, y, s, w
+
+
+def as_layout(X, layout):
+    """What the kernels take for the (dense) matrix X in that layout."""
+    return K.CSR.from_dense(X) if layout == "csr" else X
 
 
 # ---- plain NumPy references, straight from the formulas -------------------
@@ -41,10 +57,12 @@ def ref_lsq(X, y, s, w):
     return np.sum(s * 0.5 * r**2) / S, X.T @ (s * r) / S, X.T @ np.diag(s) @ X / S
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("N,d,weighted", CASES)
-def test_logistic_matches_numpy(N, d, weighted):
-    X, y, s, w = make(N, d, weighted)
+def test_logistic_matches_numpy(N, d, weighted, layout):
+    X, y, s, w = make(N, d, weighted, layout=layout)
     val, grad, hess = ref_logistic(X, y, s, w)
+    X = as_layout(X, layout)
     v0 = K.logistic_value(X, y, s, w)
     v1, g1 = K.logistic_value_grad(X, y, s, w)
     v2, g2, H2 = K.logistic_value_grad_hess(X, y, s, w)
@@ -58,11 +76,13 @@ def test_logistic_matches_numpy(N, d, weighted):
     assert relerr(K.logistic_hessvec(X, s, w, vec), hess @ vec) < 1e-12
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("N,d,weighted", CASES)
-def test_lsq_matches_numpy(N, d, weighted):
-    X, _, s, w = make(N, d, weighted)
+def test_lsq_matches_numpy(N, d, weighted, layout):
+    X, _, s, w = make(N, d, weighted, layout=layout)
     y = np.random.default_rng(N + d).standard_normal(N)
     val, grad, hess = ref_lsq(X, y, s, w)
+    X = as_layout(X, layout)
     v, g = K.lsq_value_grad(X, y, s, w)
     H = K.lsq_hess(X, s)
     assert relerr(v, val) < 1e-12
@@ -71,16 +91,19 @@ def test_lsq_matches_numpy(N, d, weighted):
     assert np.array_equal(H, H.T)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("N,d,weighted", [(1, 1, False), (40, 3, True), (257, 12, True)])
-def test_grad_rows(N, d, weighted):
-    X, y, s, w = make(N, d, weighted)
+def test_grad_rows(N, d, weighted, layout):
+    X, y, s, w = make(N, d, weighted, layout=layout)
+    Xk = as_layout(X, layout)
     yl = np.random.default_rng(N).standard_normal(N)
     rng = np.random.default_rng(d)
     for idx in (np.arange(N), rng.integers(0, N, size=max(1, N // 3)), np.array([N - 1, 0, N - 1])):
         idx = idx.astype(np.int64)
         Xi, yi, si, yli = X[idx], y[idx], s[idx], yl[idx]
-        assert relerr(K.logistic_grad_rows(X, y, s, w, idx), ref_logistic(Xi, yi, si, w)[1]) < 1e-12
-        assert relerr(K.lsq_grad_rows(X, yl, s, w, idx), ref_lsq(Xi, yli, si, w)[1]) < 1e-12
+        ref = ref_logistic(Xi, yi, si, w)[1]
+        assert relerr(K.logistic_grad_rows(Xk, y, s, w, idx), ref) < 1e-12
+        assert relerr(K.lsq_grad_rows(Xk, yl, s, w, idx), ref_lsq(Xi, yli, si, w)[1]) < 1e-12
 
 
 # ---- finite differences ----------------------------------------------------
@@ -92,9 +115,11 @@ def fd_jac(F, w, h=1e-5):
     return np.column_stack([(F(w + h * e) - F(w - h * e)) / (2 * h) for e in np.eye(len(w))])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("N,d,weighted", [(1, 1, False), (6, 1, True), (40, 3, True), (257, 12, False)])
-def test_finite_differences(N, d, weighted):
-    X, y, s, w = make(N, d, weighted)
+def test_finite_differences(N, d, weighted, layout):
+    X, y, s, w = make(N, d, weighted, layout=layout)
+    X = as_layout(X, layout)
     yl = np.random.default_rng(N).standard_normal(N)
     _, g, H = K.logistic_value_grad_hess(X, y, s, w)
     assert relerr(g, fd_grad(lambda u: K.logistic_value(X, y, s, u), w)) < 1e-6
@@ -134,11 +159,13 @@ def decimal_logistic(X, y, s, w):
 EXTREME_Z = [1000.0, -1000.0, 745.5, -745.5, 746.0, -746.0, 709.8, -709.8, 40.0, -40.0, 36.7, -36.7, 1e-3, 0.0]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("z", EXTREME_Z)
 @pytest.mark.parametrize("y", [0.0, 1.0])
-def test_stability_single_sample(z, y):
+def test_stability_single_sample(z, y, layout):
     X, yy, s, w = np.ones((1, 1)), np.array([y]), np.ones(1), np.array([z])
     rv, rg, rH = decimal_logistic(X, yy, s, w)
+    X = as_layout(X, layout)
     v, g, H = K.logistic_value_grad_hess(X, yy, s, w)
     hv = K.logistic_hessvec(X, s, w, np.ones(1))
     for got, ref in ((v, rv), (g[0], rg[0]), (H[0, 0], rH[0, 0]), (hv[0], rH[0, 0])):
@@ -161,17 +188,21 @@ def test_stability_known_values():
     assert math.isclose(g[0], -math.exp(-40.0), rel_tol=1e-15)  # naive sigma - 1 gives 0
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_stability_mixed_batch(weighted):
+def test_stability_mixed_batch(weighted, layout):
     rng = np.random.default_rng(7)
     N, d = 2 * len(EXTREME_Z), 3
     w = np.array([1.0, -0.5, 0.25])
     X = rng.standard_normal((N, d))
+    if layout == "csr":
+        X[:, 1:] *= rng.random((N, d - 1)) < 0.4
     z = np.array(EXTREME_Z + [-t for t in EXTREME_Z])
     X[:, 0] = (z - X[:, 1:] @ w[1:]) / w[0]  # rows hit the extreme margins
     y = (rng.random(N) < 0.5).astype(float)
     s = rng.uniform(0.1, 3.0, N) if weighted else np.ones(N)
     rv, rg, rH = decimal_logistic(X, y, s, w)
+    X = as_layout(X, layout)
     v, g, H = K.logistic_value_grad_hess(X, y, s, w)
     assert np.isfinite(v) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))
     assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
@@ -186,8 +217,10 @@ def _bytes(out):
     return b"".join(np.asarray(o, dtype=float).tobytes() for o in (out if isinstance(out, tuple) else (out,)))
 
 
-def test_bit_reproducible_and_consistent():
-    X, y, s, w = make(300, 9, True, seed=3)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_bit_reproducible_and_consistent(layout):
+    X, y, s, w = make(300, 9, True, seed=3, layout=layout)
+    X = as_layout(X, layout)
     yl = np.random.default_rng(1).standard_normal(300)
     v = np.random.default_rng(2).standard_normal(9)
     idx = np.random.default_rng(3).integers(0, 300, 50).astype(np.int64)
@@ -210,3 +243,54 @@ def test_bit_reproducible_and_consistent():
     assert v0 == v1 == v2 and g1.tobytes() == g2.tobytes()
     full = np.arange(300, dtype=np.int64)
     assert K.logistic_grad_rows(X, y, s, w, full).tobytes() == g1.tobytes()
+
+
+# ---- CSR: construction, and the same numbers as dense ------------------------
+@pytest.mark.parametrize("A", [np.zeros((1, 1)), np.ones((1, 1)), np.zeros((3, 2)),
+                               np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 0.0, np.nan]]),
+                               make(257, 12, False, layout="csr")[0]])
+def test_csr_from_dense(A):
+    C = K.CSR.from_dense(A)
+    ref = scipy.sparse.csr_matrix(A)  # keeps the NaN, as the dense kernels see it
+    assert C.indptr.dtype == C.indices.dtype == np.int64 and C.data.dtype == np.float64
+    assert C.ncols == A.shape[1]
+    assert np.array_equal(C.indptr, ref.indptr) and np.array_equal(C.indices, ref.indices)
+    assert np.array_equal(C.data, ref.data, equal_nan=True)
+
+
+@pytest.mark.parametrize("N,d,weighted", CASES + [(500, 40, True)])
+def test_csr_bit_identical_to_dense(N, d, weighted):
+    """CSR leaves out only exact zeros, so every kernel returns the dense numbers."""
+    X, y, s, w = make(N, d, weighted, layout="csr")
+    C = K.CSR.from_dense(X)
+    rng = np.random.default_rng(N * d)
+    yl, v = rng.standard_normal(N), rng.standard_normal(d)
+    idx = rng.integers(0, N, size=max(1, N // 2)).astype(np.int64)
+    for call in (lambda A: K.logistic_value(A, y, s, w),
+                 lambda A: K.logistic_value_grad(A, y, s, w),
+                 lambda A: K.logistic_value_grad_hess(A, y, s, w),
+                 lambda A: K.logistic_hessvec(A, s, w, v),
+                 lambda A: K.logistic_grad_rows(A, y, s, w, idx),
+                 lambda A: K.lsq_value_grad(A, yl, s, w),
+                 lambda A: K.lsq_hess(A, s),
+                 lambda A: K.lsq_grad_rows(A, yl, s, w, idx)):
+        assert _bytes(call(C)) == _bytes(call(X))
+
+
+@pytest.mark.parametrize("margin", [1.0, 40.0, 1e3])
+def test_csr_large_margins(margin):
+    """Sparse rows scaled so that x_j^T w spreads over [-margin, margin]."""
+    N = 60
+    X, y, s, w = make(N, 10, True, layout="csr")
+    z = X @ w
+    X *= (margin * np.linspace(-1.0, 1.0, N) / np.where(z == 0.0, 1.0, z))[:, None]
+    assert np.isclose(np.abs(X @ w).max(), margin)
+    C = K.CSR.from_dense(X)
+    v, g, H = K.logistic_value_grad_hess(C, y, s, w)
+    hv = K.logistic_hessvec(C, s, w, w)
+    gr = K.logistic_grad_rows(C, y, s, w, np.arange(N, dtype=np.int64))
+    for a in (v, g, H, hv, gr):
+        assert np.all(np.isfinite(a))
+    rv, rg, rH = decimal_logistic(X, y, s, w)
+    assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
+    assert relerr(hv, rH @ w) < 1e-13 and relerr(gr, rg) < 1e-13

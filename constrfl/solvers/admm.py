@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
 from .augmented import AugmentedTerm, plus_quadratic
 from .local import minimize_smooth
@@ -41,6 +42,9 @@ class Node:
         self.party, self.rho, self.local_max_iter = party, float(rho), local_max_iter
         self.use_hessian = local_solver == "newton"
         self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
+        # quadratic φᵢ: (19) is one linear solve with ∇²φᵢ + ρᵢI, factored once per ρᵢ
+        self.exact = self.use_hessian and party.constant_hessian
+        self._factor = None
 
     def begin(self, wk, beta, gamma, cold=False):
         """Outer step k: form φᵢ = ALᵢ + γ/2‖· − wᵏ‖²; ADMM start uᵢ = wᵏ and
@@ -58,10 +62,18 @@ class Node:
         self.rho *= scale
         rho = self.rho
         sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
-        res = minimize_smooth(sub, self.u, tol, self.local_max_iter, self.use_hessian)
-        self.u = res.x
+        if self.exact:
+            self.u = self.u - scipy.linalg.cho_solve(self._cholesky(sub, rho), sub(self.u, 1)[1])
+        else:
+            self.u = minimize_smooth(sub, self.u, tol, self.local_max_iter,
+                                     self.use_hessian).x
         self.lam = self.lam + rho * (self.u - w)
         return e, self.u + self.lam / rho, float(np.max(np.abs(self.u - w)))
+
+    def _cholesky(self, sub, rho):
+        if self._factor is None or self._factor[0] != rho:
+            self._factor = rho, scipy.linalg.cho_factor(sub(self.u, 2)[2])
+        return self._factor[1]
 
     def finish(self, w):
         """Step 3 of Algorithm 1 on the owner's own multipliers; returns the scalars
