@@ -42,8 +42,8 @@ class Node:
         self.party, self.rho, self.local_max_iter = party, float(rho), local_max_iter
         self.use_hessian = local_solver == "newton"
         self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
-        # quadratic φᵢ: (19) is one linear solve with ∇²φᵢ + ρᵢI, factored once per ρᵢ
-        self.exact = self.use_hessian and party.constant_hessian
+        # convex quadratic φᵢ: (19) is one solve with ∇²φᵢ + ρᵢI ≻ 0, factored once per ρᵢ
+        self.exact = self.use_hessian and party.constant_hessian and party.is_convex
         self._factor = None
 
     def begin(self, wk, beta, gamma, cold=False):
