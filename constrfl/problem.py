@@ -116,9 +116,12 @@ class Party:
         """``(c(w), ∇c(w))`` in one pass over each constraint's data."""
         if not self.constraints:
             return np.zeros(0), np.zeros((0, w.shape[0]))
+        d = w.shape[0]
         pairs = [f.value_grad(w) for f in self.constraints]
-        return (np.concatenate([np.atleast_1d(v) for v, _ in pairs]),
-                np.vstack([np.atleast_2d(g) for _, g in pairs]))
+        if len(pairs) == 1:                  # the common case, without the stacking
+            return np.reshape(pairs[0][0], -1), np.reshape(pairs[0][1], (-1, d))
+        return (np.concatenate([np.reshape(v, -1) for v, _ in pairs]),
+                np.vstack([np.reshape(g, (-1, d)) for _, g in pairs]))
 
     def c_hess(self, w, y):
         """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if unavailable)."""

@@ -73,9 +73,11 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
             t *= 0.5
             if t < 1e-12:
                 return LocalResult(x, it, r, False)
-        x = x_new
-        f, g, H = fun(x, 2)
+        x, f, g = x_new, f_new, g_new
         r = float(np.max(np.abs(g)))
+        if r <= tol:                         # no Hessian needed at the last point
+            return LocalResult(x, it + 1, r, True)
+        H = fun(x, 2)[2]
     return LocalResult(x, max_iter, r, r <= tol)
 
 
