@@ -5,7 +5,7 @@
   ``inner`` option (detected from its signature, so the scripts need no edit when it
   appears).
 * :func:`run_case`: one solve, never raising: a solver error becomes a record.
-* :func:`run_all`: run cases serially or in ``--jobs`` worker processes.
+* :func:`run_cases` (via :func:`run_all`): run cases serially or in ``--jobs`` worker processes.
 * :func:`header`, :func:`md_table`, :func:`fmt`, :func:`mean_std`: the markdown.
 """
 from __future__ import annotations
@@ -32,12 +32,15 @@ REPORTED_DEFAULTS = ("beta", "rho", "adaptive_rho", "s_bar", "tau_decay", "q", "
 
 # -- data ---------------------------------------------------------------------------------
 
-def add_common_args(parser, seeds):
-    """--quick, --seeds, --jobs, --data, --out."""
+def add_common_args(parser, seeds, ridge=False):
+    """--quick, --seeds, --clients, --jobs, --data, --out, --methods, --budget, --note,
+    and with ``ridge`` --ridge (read back by :func:`ridge_regularizer`)."""
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: a small subset of the cases (< 2 min)")
     parser.add_argument("--seeds", type=int, default=None,
                         help=f"number of seeds/trials (default {seeds}; 2 with --quick)")
+    parser.add_argument("--clients", nargs="+", type=int, default=None,
+                        help="numbers of clients n to run (default: the paper's)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes (default 1; >1 runs cases concurrently, "
                              "one BLAS thread each, so per-solve times are measured under load)")
@@ -53,7 +56,19 @@ def add_common_args(parser, seeds):
                              "outer iteration (default: none; table2/lcqp_e2 --quick: 10/15 s); "
                              "a stopped solve is "
                              "recorded as such with its last iterate")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a line for the header (e.g. why a part was run with fewer seeds)")
+    if ridge:
+        parser.add_argument("--ridge", type=float, default=None,
+                            help="add P(w) = (λ/2)‖w‖²: a strongly convex objective, so a "
+                                 "minimizer exists (adult and monks-1 have none without it)")
     return parser
+
+
+def ridge_regularizer(lam):
+    """``prox.SquaredL2(lam)`` for ``--ridge lam``, None without it."""
+    from constrfl import prox
+    return prox.SquaredL2(lam) if lam else None
 
 
 def run_notes(args):

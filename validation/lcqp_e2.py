@@ -93,10 +93,8 @@ def table(outs, configs):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     C.add_common_args(p, SEEDS)
-    p.add_argument("--clients", nargs="+", type=int, default=None)
     p.add_argument("--instance-seed", type=int, default=0,
                    help="seed of the random instances (default 0)")
-    p.add_argument("--note", action="append", default=[])
     a = p.parse_args(argv)
     restricted = C.select_methods(a)
     clients = a.clients or ((1, 5) if a.quick else CLIENTS)

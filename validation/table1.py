@@ -72,12 +72,11 @@ def run_one(case):
     """One (data set, n, seed): every method, the cvxpy reference, the class-1 losses."""
     from constrfl.problems import neyman_pearson
     from constrfl.problems.partition import stratified_split
-    from constrfl import prox
     name, n, seed, data, budget, ridge = case
     D = load(name, data)
     ids = stratified_split(D.y, n, seed=seed)
     problem = neyman_pearson(D.X, D.y, ids, max_class1_loss=R,
-                             regularizer=prox.SquaredL2(ridge) if ridge else None)
+                             regularizer=C.ridge_regularizer(ridge))
     runs, results = [], []
     for label, method, extra in C.solver_variants():
         res, rec = C.run_case(problem, label, method, dict(OPTIONS, seed=seed), budget,
@@ -197,13 +196,8 @@ def section(name, outs, clients, provenance, data, ridge=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    C.add_common_args(p, SEEDS)
+    C.add_common_args(p, SEEDS, ridge=True)
     p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None)
-    p.add_argument("--clients", nargs="+", type=int, default=None)
-    p.add_argument("--note", action="append", default=[],
-                   help="a line for the header (e.g. why a part was run with fewer seeds)")
-    p.add_argument("--ridge", type=float, default=None,
-                   help="add P(w) = (λ/2)‖w‖² so that a minimizer exists (adult, monks-1)")
     a = p.parse_args(argv)
     restricted = C.select_methods(a)
     quick_sets, quick_clients = ("breast-cancer-wisconsin",), (1, 5)

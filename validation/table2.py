@@ -78,14 +78,13 @@ def run_one(case):
     import numpy as np
     from constrfl.problems import fairness
     from constrfl.problems.partition import stratified_split
-    from constrfl import prox
     n, seed, data, budget, subsample, ridge = case
     train, test = load(data, subsample)
     X, y, s = train.X, train.y, train.sensitive
     ids = stratified_split(2 * y + s, n, seed=seed)
     problem = fairness(X, y, s, ids, server_data=(test.X, test.y, test.sensitive),
                        max_disparity=DELTA,
-                       regularizer=prox.SquaredL2(ridge) if ridge else None)
+                       regularizer=C.ridge_regularizer(ridge))
     runs = []
     for label, method, extra in C.solver_variants():
         res, rec = C.run_case(problem, label, method, dict(OPTIONS, seed=seed), budget,
@@ -140,15 +139,10 @@ def table(outs, clients):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    C.add_common_args(p, SEEDS)
-    p.add_argument("--clients", nargs="+", type=int, default=None)
+    C.add_common_args(p, SEEDS, ridge=True)
     p.add_argument("--subsample", type=int, default=None,
                    help="use a fixed random subset of this many train rows (and half as "
                         "many test rows); smoke runs only (--quick: 2000)")
-    p.add_argument("--note", action="append", default=[],
-                   help="a line for the header (e.g. why a part was run with fewer seeds)")
-    p.add_argument("--ridge", type=float, default=None,
-                   help="add P(w) = (λ/2)‖w‖² (strongly convex objective: no drift)")
     a = p.parse_args(argv)
     restricted = C.select_methods(a)
     clients = a.clients or ((1, 5) if a.quick else CLIENTS)
