@@ -41,7 +41,7 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
     ----------------------------------------
     beta : penalty β > 0 of the augmented Lagrangian [100].
     inner : ``fedproxal``'s subproblem solver: ``"admm"`` (Algorithm 2; each round a
-        client uploads one d-vector and two scalars) or ``"newton"`` (federated
+        client uploads two d-vectors and a scalar) or ``"newton"`` (federated
         proximal Newton: each client uploads its local AL value, gradient and Hessian,
         d(d+1)/2 floats, disclosing local curvature; one round per evaluation)
         [``"admm"``].

@@ -187,7 +187,6 @@ class _CoefPenalty(Regularizer):
 
     def __init__(self, alpha, inner, k):
         self.alpha, self.inner, self.k = float(alpha), inner, int(k)
-        self.smooth = inner is None or inner.smooth
         self.separable = inner is None or inner.separable
         self.exact_dist = inner is None or inner.exact_dist
 

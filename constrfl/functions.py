@@ -78,10 +78,6 @@ class Function:
         by ``rng`` (the full gradient for ``None``, or for functions without rows)."""
         return self.grad(w)
 
-    @property
-    def has_hess(self) -> bool:
-        return True
-
     # -- properties -------------------------------------------------------------------
     @property
     def is_convex(self) -> bool:
@@ -188,10 +184,6 @@ class Sum(Function):
     def minibatch_grad(self, w, rng, batch_size=None):
         return sum(a * f.minibatch_grad(w, rng, batch_size)
                    for f, a in zip(self.terms, self.weights))
-
-    @property
-    def has_hess(self):
-        return all(f.has_hess for f in self.terms)
 
     @property
     def quadratic(self):
@@ -434,10 +426,6 @@ class Custom(Function):
         if self.size is None:
             return H if y is None else y * H
         return np.tensordot(np.asarray(y, dtype=np.float64), H, axes=1)
-
-    @property
-    def has_hess(self):
-        return self._hess is not None
 
     def __repr__(self):
         return f"Custom({getattr(self._value, '__name__', 'value')})"

@@ -140,10 +140,6 @@ class Party:
         return _stack_jacs(self.equalities, w)
 
     @property
-    def has_hess(self):
-        return all(f.has_hess for _, f in self._slots())
-
-    @property
     def n_samples(self):
         """Rows of data this party holds (each distinct data array counted once)."""
         seen = {}

@@ -66,7 +66,6 @@ def _min_upper_envelope(a, b):
 class Regularizer:
     """Base class of the regularizers P."""
 
-    smooth = False
     separable = False     # P(w) = Σⱼ pⱼ(wⱼ): its prox acts coordinate by coordinate
     exact_dist = True     # dist is the exact dist∞(0, g + ∂P(w)); False: a stand-in
 
@@ -94,8 +93,6 @@ class Zero(Regularizer):
     """``P = 0``."""
 
     separable = True
-
-    smooth = True
 
     def value(self, w):
         return 0.0
@@ -136,8 +133,6 @@ class SquaredL2(Regularizer):
     """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``)."""
 
     separable = True
-
-    smooth = True
 
     def __init__(self, lam):
         self.lam = _positive(lam, "lam", "SquaredL2")

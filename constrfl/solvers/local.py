@@ -120,9 +120,11 @@ def minimize_composite(fun, P, x0, tol, max_iter=100):
             t *= 0.5
             if t < 1e-12:
                 return LocalResult(x, it, r, False)
-        x, F = x_new, F_new
-        f, g, H = fun(x, 2)
+        x, F, g = x_new, F_new, g_new
         r = P.dist(x, g)
+        if r <= tol:                         # no Hessian needed at the last point
+            return LocalResult(x, it + 1, r, True)
+        H = fun(x, 2)[2]
     return LocalResult(x, max_iter, r, r <= tol)
 
 

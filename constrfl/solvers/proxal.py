@@ -37,7 +37,6 @@ class FederatedSubsolver:
                        else Node(server, float(np.mean(rhos)), local_max_iter, local_solver))
         self.traffic = Traffic()
         self.n, self.d = problem.n_clients, problem.dim
-        self._pending = None
 
     @property
     def nodes(self):
