@@ -58,12 +58,13 @@ class Node:
     def step(self, w, tol, scale=1.0):
         """(22) as a vector eᵢ with the ρᵢ the server used for w, then ρᵢ ← scale·ρᵢ,
         (19) to ``‖∇‖∞ ≤ tol`` and (20).  Returns (eᵢ, uᵢ + λᵢ/ρᵢ, ‖uᵢ − w‖∞)."""
-        e = self.phi(w, 1)[1] + self.lam - self.rho * (w - self.u)
+        grad_w = self.phi(w, 1)[1]
+        e = grad_w + self.lam - self.rho * (w - self.u)
         self.rho *= scale
         rho = self.rho
         sub = plus_quadratic(self.phi, rho, w - self.lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
-        if self.exact:
-            self.u = self.u - scipy.linalg.cho_solve(self._cholesky(sub, rho), sub(self.u, 1)[1])
+        if self.exact:       # one Newton step from w, where ∇sub(w) = ∇φᵢ(w) + λᵢ
+            self.u = w - scipy.linalg.cho_solve(self._cholesky(sub, rho), grad_w + self.lam)
         else:
             self.u = minimize_smooth(sub, self.u, tol, self.local_max_iter,
                                      self.use_hessian).x
