@@ -148,9 +148,6 @@ def _csr_add_outer_upper(c, x, H):
 _shape = _by_layout(_dense_shape, _csr_shape)
 _row = _by_layout(_dense_row, _csr_row)
 _dot = _by_layout(_dense_dot, _csr_dot)
-# numba 0.68 mis-scopes one overload inlined twice into a function (it warns
-# NumbaIRAssumptionWarning), so logistic_hessvec takes its second dot from here
-_dot2 = _by_layout(_dense_dot, _csr_dot)
 _axpy = _by_layout(_dense_axpy, _csr_axpy, on=1)
 _add_outer_upper = _by_layout(_dense_add_outer_upper, _csr_add_outer_upper, on=1)
 
@@ -212,17 +209,6 @@ def logistic_value_grad_hess(X, y, s, w):
         _add_outer_upper(s[j] * h, x, H)
     S = np.sum(s)
     return val / S, g / S, _finish_sym(H, S)
-
-
-@numba.njit(cache=True)
-def logistic_hessvec(X, s, w, v):
-    n, d = _shape(X)
-    out = np.zeros(d)
-    for j in range(n):
-        x = _row(X, j)
-        h = _logistic_point(_dot(x, w), 0.0)[2]
-        _axpy(s[j] * h * _dot2(x, v), x, out)
-    return out / np.sum(s)
 
 
 @numba.njit(cache=True)

@@ -72,8 +72,6 @@ def test_logistic_matches_numpy(N, d, weighted, layout):
         assert g.shape == (d,) and relerr(g, grad) < 1e-12
     assert H2.shape == (d, d) and relerr(H2, hess) < 1e-12
     assert np.array_equal(H2, H2.T)
-    vec = np.random.default_rng(N).standard_normal(d)
-    assert relerr(K.logistic_hessvec(X, s, w, vec), hess @ vec) < 1e-12
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -167,8 +165,7 @@ def test_stability_single_sample(z, y, layout):
     rv, rg, rH = decimal_logistic(X, yy, s, w)
     X = as_layout(X, layout)
     v, g, H = K.logistic_value_grad_hess(X, yy, s, w)
-    hv = K.logistic_hessvec(X, s, w, np.ones(1))
-    for got, ref in ((v, rv), (g[0], rg[0]), (H[0, 0], rH[0, 0]), (hv[0], rH[0, 0])):
+    for got, ref in ((v, rv), (g[0], rg[0]), (H[0, 0], rH[0, 0])):
         assert math.isfinite(got)
         assert math.isclose(got, ref, rel_tol=1e-14, abs_tol=1e-300), (got, ref)
     assert K.logistic_value(X, yy, s, w) == v
@@ -206,8 +203,6 @@ def test_stability_mixed_batch(weighted, layout):
     v, g, H = K.logistic_value_grad_hess(X, y, s, w)
     assert np.isfinite(v) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))
     assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
-    vec = np.array([0.3, -1.0, 2.0])
-    assert relerr(K.logistic_hessvec(X, s, w, vec), rH @ vec) < 1e-13
     idx = np.arange(N, dtype=np.int64)
     assert relerr(K.logistic_grad_rows(X, y, s, w, idx), rg) < 1e-13
 
@@ -222,13 +217,11 @@ def test_bit_reproducible_and_consistent(layout):
     X, y, s, w = make(300, 9, True, seed=3, layout=layout)
     X = as_layout(X, layout)
     yl = np.random.default_rng(1).standard_normal(300)
-    v = np.random.default_rng(2).standard_normal(9)
     idx = np.random.default_rng(3).integers(0, 300, 50).astype(np.int64)
     calls = [
         lambda: K.logistic_value(X, y, s, w),
         lambda: K.logistic_value_grad(X, y, s, w),
         lambda: K.logistic_value_grad_hess(X, y, s, w),
-        lambda: K.logistic_hessvec(X, s, w, v),
         lambda: K.logistic_grad_rows(X, y, s, w, idx),
         lambda: K.lsq_value_grad(X, yl, s, w),
         lambda: K.lsq_hess(X, s),
@@ -264,12 +257,11 @@ def test_csr_bit_identical_to_dense(N, d, weighted):
     X, y, s, w = make(N, d, weighted, layout="csr")
     C = K.CSR.from_dense(X)
     rng = np.random.default_rng(N * d)
-    yl, v = rng.standard_normal(N), rng.standard_normal(d)
+    yl = rng.standard_normal(N)
     idx = rng.integers(0, N, size=max(1, N // 2)).astype(np.int64)
     for call in (lambda A: K.logistic_value(A, y, s, w),
                  lambda A: K.logistic_value_grad(A, y, s, w),
                  lambda A: K.logistic_value_grad_hess(A, y, s, w),
-                 lambda A: K.logistic_hessvec(A, s, w, v),
                  lambda A: K.logistic_grad_rows(A, y, s, w, idx),
                  lambda A: K.lsq_value_grad(A, yl, s, w),
                  lambda A: K.lsq_hess(A, s),
@@ -287,10 +279,9 @@ def test_csr_large_margins(margin):
     assert np.isclose(np.abs(X @ w).max(), margin)
     C = K.CSR.from_dense(X)
     v, g, H = K.logistic_value_grad_hess(C, y, s, w)
-    hv = K.logistic_hessvec(C, s, w, w)
     gr = K.logistic_grad_rows(C, y, s, w, np.arange(N, dtype=np.int64))
-    for a in (v, g, H, hv, gr):
+    for a in (v, g, H, gr):
         assert np.all(np.isfinite(a))
     rv, rg, rH = decimal_logistic(X, y, s, w)
     assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
-    assert relerr(hv, rH @ w) < 1e-13 and relerr(gr, rg) < 1e-13
+    assert relerr(gr, rg) < 1e-13
