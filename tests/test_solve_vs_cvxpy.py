@@ -89,7 +89,8 @@ def test_certificate_reports_both_points():
     assert cert.objective_gap == pytest.approx(
         abs(res.objective - cert.reference_objective) / abs(cert.reference_objective))
     assert cert.w_distance <= 1e-4
-    # our multipliers agree with cvxpy's duals in the same sign convention
-    assert cert.multiplier_distance <= 1e-2
+    # our multipliers agree with cvxpy's duals in the same sign convention (measured
+    # 2.9e-5 at tol 1e-6 with active multipliers ≈ 0.5; a sign flip would give ≈ 1)
+    assert cert.multiplier_distance <= 1e-4
     text = str(cert)
     assert "stationarity" in text and "cvxpy" in text
