@@ -1,9 +1,8 @@
 """Shared helpers of the validation scripts (table1.py, table2.py, lcqp_e2.py).
 
-* :func:`solver_variants`: the methods each script runs, with ``fedproxal`` split into
-  ``inner="admm"`` and ``inner="newton"`` rows when :func:`constrfl.solve` accepts an
-  ``inner`` option (detected from its signature, so the scripts need no edit when it
-  appears).
+* :func:`solver_variants`: the methods each script runs: ``fedproxal`` with each inner
+  solver (``inner="admm"``, ``inner="newton"``) and ``cproxal``, restricted by
+  ``--methods``.
 * :func:`run_case`: one solve, never raising: a solver error becomes a record.
 * :func:`run_cases` (via :func:`run_all`): run cases serially or in ``--jobs`` worker processes.
 * :func:`header`, :func:`md_table`, :func:`fmt`, :func:`mean_std`: the markdown.
@@ -89,19 +88,12 @@ def data_dir(arg=None):
 
 # -- solver variants ----------------------------------------------------------------------
 
-def solve_defaults():
-    """The proximal AL options of ``cf.solve`` with their defaults."""
-    from constrfl.api import PROXAL_OPTIONS
-    return dict(PROXAL_OPTIONS)
-
-
-def solver_variants(include_central=True):
+def solver_variants():
     """``[(label, method, extra_kwargs)]``: fedproxal with each inner solver, and
     cproxal (restricted by ``--methods``)."""
     out = [("fedproxal[admm]", "fedproxal", {"inner": "admm"}),
-           ("fedproxal[newton]", "fedproxal", {"inner": "newton"})]
-    if include_central:
-        out.append(("cproxal", "cproxal", {}))
+           ("fedproxal[newton]", "fedproxal", {"inner": "newton"}),
+           ("cproxal", "cproxal", {})]
     chosen = os.environ.get("CONSTRFL_VALIDATION_METHODS")
     if chosen:
         out = [v for v in out if v[0] in chosen.split(",")]
@@ -121,7 +113,7 @@ def select_methods(args):
 
 def settings_text(options):
     """Our settings: the script's explicit options, then cf.solve's defaults."""
-    d = solve_defaults()
+    from constrfl.api import PROXAL_OPTIONS as d
     shown = ", ".join(f"{k} = {v!r}" for k, v in options.items())
     dflt = ", ".join(f"{k} = {d[k]!r}" for k in REPORTED_DEFAULTS if k in d and k not in options)
     return (f"ours: {shown}; everything else `cf.solve`'s defaults ({dflt}). "
