@@ -169,6 +169,14 @@ if not HAVE_SKLEARN:
                                  "this estimator.")
 
 
+def _store_params(estimator, params):
+    """``__init__``'s arguments stored unchanged under their names (scikit-learn's
+    convention: ``get_params`` reads them back by the signature)."""
+    for name, value in params.items():
+        if name != "self":
+            setattr(estimator, name, value)
+
+
 def _same(a, b):
     try:
         return bool(a is b or a == b)
@@ -481,16 +489,7 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
     def __init__(self, max_class1_loss=0.2, *, alpha=1e-2, regularizer=None,
                  method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
                  random_state=0, solver_options=None, on_failure="raise"):
-        self.max_class1_loss = max_class1_loss
-        self.alpha = alpha
-        self.regularizer = regularizer
-        self.method = method
-        self.tol = tol
-        self.beta = beta
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
-        self.solver_options = solver_options
-        self.on_failure = on_failure
+        _store_params(self, locals())
 
     def fit(self, X, y, client_ids=None, server_data=None):
         """Solve the template on ``(X, y)``.
@@ -545,16 +544,7 @@ class FairClassifier(_ConstrainedLogistic):
     def __init__(self, max_disparity=0.1, *, alpha=1e-2, regularizer=None,
                  method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
                  random_state=0, solver_options=None, on_failure="raise"):
-        self.max_disparity = max_disparity
-        self.alpha = alpha
-        self.regularizer = regularizer
-        self.method = method
-        self.tol = tol
-        self.beta = beta
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
-        self.solver_options = solver_options
-        self.on_failure = on_failure
+        _store_params(self, locals())
 
     def fit(self, X, y, *, sensitive, client_ids=None, server_data=None):
         """Solve the template on ``(X, y)``.
