@@ -375,19 +375,33 @@ class LogisticLoss(_RowLoss):
             raise ValueError("LogisticLoss: y must hold labels in {0, 1}")
 
     _grad_rows = staticmethod(kernels.logistic_grad_rows)
+    _last = None         # (w, value, grad, hess or None) of the last evaluation
+
+    def _at(self, w, hess):
+        """The kernels' results at ``w``, reused while ``w`` repeats: one loss object
+        may sit in several functions of a party (the fairness template's subgroup
+        losses are in its objective and in both disparity constraints)."""
+        last = self._last
+        if last is None or (hess and last[3] is None) or not np.array_equal(last[0], w):
+            args = (self._Xk, self.y, self.s, w)
+            out = (kernels.logistic_value_grad_hess(*args) if hess
+                   else kernels.logistic_value_grad(*args) + (None,))
+            self._last = last = (np.array(w, dtype=np.float64), *out)
+        return last[1:]
 
     def value(self, w):
-        return kernels.logistic_value(self._Xk, self.y, self.s, w)
+        return self._at(w, False)[0]
 
     def grad(self, w):
-        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)[1]
+        return self._at(w, False)[1].copy()
 
     def value_grad(self, w):
-        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)
+        v, g, _ = self._at(w, False)
+        return v, g.copy()
 
     def hess(self, w, y=None):
-        H = kernels.logistic_value_grad_hess(self._Xk, self.y, self.s, w)[2]
-        return H if y is None else y * H
+        H = self._at(w, True)[2]
+        return H.copy() if y is None else y * H
 
     def cvxpy(self, w):
         import cvxpy as cp

@@ -115,3 +115,25 @@ def test_sparse_data_takes_csr_path(cls, weighted, monkeypatch):
                 lambda h: h.value_grad(w)[0], lambda h: h.value_grad(w)[1],
                 lambda h: h.minibatch_grad(w, np.random.default_rng(0), 50)):
         assert np.linalg.norm(out(f) - out(g)) <= 1e-12 * np.linalg.norm(out(g))
+
+
+def test_logistic_reuse_is_safe():
+    """LogisticLoss reuses its last evaluation while w repeats; its results must stay
+    the kernels' at the current w whatever the caller does with w or with what it got
+    back (reference: the kernels called directly)."""
+    f = fn.LogisticLoss(X, ylab, sample_weight=sw)
+
+    def ref(w):
+        return kernels.logistic_value_grad_hess(X, ylab, sw, w)
+
+    w = rng.standard_normal(d)
+    g = f.grad(w)
+    g[:] = 0.0                                   # the caller scribbles on its copy
+    H = f.hess(w)
+    H[:] = 0.0
+    np.testing.assert_array_equal(f.grad(w), ref(w)[1])
+    np.testing.assert_array_equal(f.hess(w), ref(w)[2])
+    w += 0.5                                     # the same array, moved in place
+    v, g, H = ref(w)
+    assert f.value(w) == v and np.array_equal(f.value_grad(w)[1], g)
+    np.testing.assert_array_equal(f.hess(w, 2.0), 2.0 * H)

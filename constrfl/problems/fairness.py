@@ -26,11 +26,14 @@ def _rows(name, X, y, s, ids=None):
     return X, np.asarray(y, dtype=np.float64), np.asarray(s).astype(bool)
 
 
-def _disparity(X, y, s, delta):
-    """``[L(w; Dᵃ) − L(w; Dᵇ) − δ, L(w; Dᵇ) − L(w; Dᵃ) − δ]`` (both ≤ 0), a = {s = 0},
-    b = {s = 1}; a difference of convex functions, hence marked nonconvex."""
-    La = fn.LogisticLoss(X[~s], y[~s])
-    Lb = fn.LogisticLoss(X[s], y[s])
+def _subgroups(X, y, s):
+    """The losses ``L(w; Dᵃ)``, ``L(w; Dᵇ)`` of the rows with s = 0 and s = 1."""
+    return fn.LogisticLoss(X[~s], y[~s]), fn.LogisticLoss(X[s], y[s])
+
+
+def _disparity(La, Lb, delta):
+    """``[La − Lb − δ, Lb − La − δ]`` (both ≤ 0); a difference of convex functions,
+    hence marked nonconvex."""
     return [La - Lb - delta, Lb - La - delta]
 
 
@@ -63,9 +66,16 @@ def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *
     clients = []
     for i in labels:
         r = ids == i
-        both = s[r].any() and not s[r].all()
-        cons = _disparity(X[r], y[r], s[r], max_disparity) if local and both else []
-        clients.append(Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[r], y[r]),
+        if s[r].any() and not s[r].all():
+            # Lᵢ = (Nₐ Lₐ + N_b L_b)/Nᵢ from the same two loss objects as the
+            # constraints, so each evaluation passes over the rows once (see LogisticLoss)
+            La, Lb = _subgroups(X[r], y[r], s[r])
+            share = s[r].mean()
+            objective = (1.0 - share) * La + share * Lb
+            cons = _disparity(La, Lb, max_disparity) if local else []
+        else:
+            objective, cons = fn.LogisticLoss(X[r], y[r]), []
+        clients.append(Client(objective=(1.0 / len(labels)) * objective,
                               constraints=cons, name=f"client-{i}"))
     server = None
     if server_data is not None:
@@ -77,5 +87,5 @@ def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *
         if s0.all() or not s0.any():
             raise ValueError("fairness: server_data needs rows of both subgroups "
                              "(sensitive 0 and 1)")
-        server = Server(constraints=_disparity(X0, y0, s0, max_disparity))
+        server = Server(constraints=_disparity(*_subgroups(X0, y0, s0), max_disparity))
     return Problem(clients, server=server, regularizer=regularizer)
