@@ -26,7 +26,7 @@ import numpy as np
 from . import kernels
 
 __all__ = ["Function", "Quadratic", "Affine", "LeastSquares", "LogisticLoss", "Custom",
-           "NoCvxpyForm"]
+           "Cached", "NoCvxpyForm"]
 
 
 class NoCvxpyForm(TypeError):
@@ -375,33 +375,19 @@ class LogisticLoss(_RowLoss):
             raise ValueError("LogisticLoss: y must hold labels in {0, 1}")
 
     _grad_rows = staticmethod(kernels.logistic_grad_rows)
-    _last = None         # (w, value, grad, hess or None) of the last evaluation
-
-    def _at(self, w, hess):
-        """The kernels' results at ``w``, reused while ``w`` repeats: one loss object
-        may sit in several functions of a party (the fairness template's subgroup
-        losses are in its objective and in both disparity constraints)."""
-        last = self._last
-        if last is None or (hess and last[3] is None) or not np.array_equal(last[0], w):
-            args = (self._Xk, self.y, self.s, w)
-            out = (kernels.logistic_value_grad_hess(*args) if hess
-                   else kernels.logistic_value_grad(*args) + (None,))
-            self._last = last = (np.array(w, dtype=np.float64), *out)
-        return last[1:]
 
     def value(self, w):
-        return self._at(w, False)[0]
+        return kernels.logistic_value(self._Xk, self.y, self.s, w)
 
     def grad(self, w):
-        return self._at(w, False)[1].copy()
+        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)[1]
 
     def value_grad(self, w):
-        v, g, _ = self._at(w, False)
-        return v, g.copy()
+        return kernels.logistic_value_grad(self._Xk, self.y, self.s, w)
 
     def hess(self, w, y=None):
-        H = self._at(w, True)[2]
-        return H.copy() if y is None else y * H
+        H = kernels.logistic_value_grad_hess(self._Xk, self.y, self.s, w)[2]
+        return H if y is None else y * H
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -443,3 +429,59 @@ class Custom(Function):
 
     def __repr__(self):
         return f"Custom({getattr(self._value, '__name__', 'value')})"
+
+
+class Cached(Function):
+    """``f`` itself, evaluated once per point wherever it is used: value, gradient and
+    Hessian at the last ``w`` are reused while the values of ``w`` repeat.  For a loss
+    that sits in several functions of one party, evaluated at one point in turn (the
+    fairness template's subgroup losses: its objective and both constraints).
+    Scalar-valued ``f`` only; results are copies, so callers may write to them."""
+
+    def __init__(self, f):
+        if not isinstance(f, Function) or f.size is not None:
+            raise TypeError(f"Cached: f must be a scalar-valued constrfl Function, got {f!r}")
+        self.f = f
+        self.dim, self.curvature, self.n_samples = f.dim, f.curvature, f.n_samples
+        self.quadratic = f.quadratic
+        self._w = self._vg = self._H = None
+
+    def _at(self, w):
+        if self._w is None or not np.array_equal(self._w, w):
+            self._w, self._vg, self._H = np.array(w, dtype=np.float64), None, None
+
+    def value_grad(self, w):
+        self._at(w)
+        if self._vg is None:
+            self._vg = self.f.value_grad(w)
+        v, g = self._vg
+        return v, np.array(g, dtype=np.float64)
+
+    def value(self, w):
+        return self.value_grad(w)[0]
+
+    def grad(self, w):
+        return self.value_grad(w)[1]
+
+    def hess(self, w, y=None):
+        self._at(w)
+        if self._H is None:
+            self._H = self.f.hess(w)
+        if self._H is None:
+            return None
+        return self._H.copy() if y is None else y * self._H
+
+    def minibatch_grad(self, w, rng, batch_size=None):
+        return self.f.minibatch_grad(w, rng, batch_size)
+
+    def cvxpy(self, w):
+        return self.f.cvxpy(w)
+
+    def data(self):
+        return self.f.data()
+
+    def check_finite(self):
+        self.f.check_finite()
+
+    def __repr__(self):
+        return f"Cached({self.f!r})"

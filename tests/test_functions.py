@@ -117,11 +117,11 @@ def test_sparse_data_takes_csr_path(cls, weighted, monkeypatch):
         assert np.linalg.norm(out(f) - out(g)) <= 1e-12 * np.linalg.norm(out(g))
 
 
-def test_logistic_reuse_is_safe():
-    """LogisticLoss reuses its last evaluation while w repeats; its results must stay
-    the kernels' at the current w whatever the caller does with w or with what it got
-    back (reference: the kernels called directly)."""
-    f = fn.LogisticLoss(X, ylab, sample_weight=sw)
+def test_cached_reuses_only_a_repeated_point():
+    """``Cached(f)`` reuses its last evaluation while w's values repeat; its results must
+    stay f's at the current w whatever the caller does with w or with what it got back
+    (reference: the kernels called directly)."""
+    f = fn.Cached(fn.LogisticLoss(X, ylab, sample_weight=sw))
 
     def ref(w):
         return kernels.logistic_value_grad_hess(X, ylab, sw, w)
@@ -137,3 +137,20 @@ def test_logistic_reuse_is_safe():
     v, g, H = ref(w)
     assert f.value(w) == v and np.array_equal(f.value_grad(w)[1], g)
     np.testing.assert_array_equal(f.hess(w, 2.0), 2.0 * H)
+    assert f.curvature == "convex" and f.n_samples == len(X)
+    with pytest.raises(TypeError):
+        fn.Cached(fn.Affine(C))                  # vector-valued
+
+
+def test_cached_evaluates_once_per_point(monkeypatch):
+    calls = []
+    inner = fn.LogisticLoss(X, ylab)
+    monkeypatch.setattr(inner, "value_grad", lambda w: calls.append(1) or (1.0, np.ones(d)))
+    f = fn.Cached(inner)
+    combo = 0.3 * f + f - 0.1                    # f in three places, as in the fairness template
+    w = np.zeros(d)
+    combo.value_grad(w)
+    (f - 0.2).value_grad(w.copy())               # same values, another array
+    assert len(calls) == 1
+    combo.value_grad(w + 1.0)
+    assert len(calls) == 2

@@ -27,8 +27,9 @@ def _rows(name, X, y, s, ids=None):
 
 
 def _subgroups(X, y, s):
-    """The losses ``L(w; Dᵃ)``, ``L(w; Dᵇ)`` of the rows with s = 0 and s = 1."""
-    return fn.LogisticLoss(X[~s], y[~s]), fn.LogisticLoss(X[s], y[s])
+    """The losses ``L(w; Dᵃ)``, ``L(w; Dᵇ)`` of the rows with s = 0 and s = 1, each
+    evaluated once per point for all the functions it appears in."""
+    return fn.Cached(fn.LogisticLoss(X[~s], y[~s])), fn.Cached(fn.LogisticLoss(X[s], y[s]))
 
 
 def _disparity(La, Lb, delta):
@@ -67,8 +68,8 @@ def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *
     for i in labels:
         r = ids == i
         if s[r].any() and not s[r].all():
-            # Lᵢ = (Nₐ Lₐ + N_b L_b)/Nᵢ from the same two loss objects as the
-            # constraints, so each evaluation passes over the rows once (see LogisticLoss)
+            # Lᵢ = (Nₐ Lₐ + N_b L_b)/Nᵢ from the same two cached losses as the
+            # constraints, so each evaluation passes over the rows once
             La, Lb = _subgroups(X[r], y[r], s[r])
             share = s[r].mean()
             objective = (1.0 - share) * La + share * Lb
