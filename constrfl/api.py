@@ -1,27 +1,45 @@
-"""``constrfl.solve``: one call, a :class:`~constrfl.result.SolveResult` back."""
+"""``constrfl.solve``: one call, a :class:`~constrfl.result.SolveResult` back — whatever
+happens during the solve (see :mod:`constrfl.status`)."""
 from __future__ import annotations
 
-import inspect
-import numbers
 import time
 
 import numpy as np
 
-from .kkt import kkt as compute_kkt
+from . import status as st
+from .control import (checked_callback, checkpoint, count, interruptible, positive, real,
+                      restore)
+from .errors import SolveStop
+from .federation import InProcessFederation
 from .problem import Problem
-from .result import SolveResult
-from .solvers.proxal import FederatedSubsolver, NewtonSubsolver, proximal_al
+from .result import KKT, Multipliers, SolveResult
+from .solvers.admm import ADMM
+from .solvers.newton import Newton
+from .solvers.proxal import OuterState, proximal_al
 
-__all__ = ["solve", "METHODS", "BASELINES"]
+__all__ = ["solve", "execute", "METHODS", "BASELINES", "settings_for"]
 
 METHODS = ("fedproxal", "cproxal")
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
 
+#: the options of the proximal AL methods and their defaults, by who uses them
+OUTER_OPTIONS = dict(beta=100.0, max_outer=200, s_bar=1e-2, tau_decay=0.2)
+ADMM_OPTIONS = dict(rho=0.1, adaptive_rho=True, max_inner=10000, q=0.9, local_max_iter=100,
+                    local_solver="newton")
+NEWTON_OPTIONS = dict(max_inner=10000)
+#: every option of ``fedproxal`` with its default
+PROXAL_OPTIONS = dict(OUTER_OPTIONS, inner="admm", **ADMM_OPTIONS)
+
 
 def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=False,
-          callback=None, **options):
-    """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`.
+          callback=None, max_time=None, resume=None, **options):
+    """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`, also when the
+    solve is cut short (a status says how; the result keeps everything computed so far).
+
+    This runs the federation **in one process** (every client's handlers are called
+    here, with the messages and traffic of a real deployment); ``constrfl.flower`` runs
+    the same solvers across processes and machines.
 
     Parameters common to every method
     ---------------------------------
@@ -34,125 +52,212 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
         (the paper's choice), projected onto dom P.
     seed : integer seed (the default ``w0``; the baselines' sampling).
     verbose : print one row per outer iteration (per round for the baselines).
-    callback : called after every outer iteration with a dict (the history record plus
-        ``w``, ``w_prev``, ``beta``, ``multipliers_prev`` and ``multipliers``).
+    callback : called after every outer iteration (every round for the baselines) with
+        a dict (the history record plus ``w``, ``w_prev``, ``multipliers_prev`` and
+        ``multipliers``); returning True or raising StopIteration stops the solve
+        (status ``"stopped"``), any other exception stops it too (kept as ``error``).
+    max_time : seconds after which the solve stops with ``"time_limit"`` (checked
+        before every communication round).
+    resume : a result of an earlier solve of the same problem (``"max_iterations"``,
+        ``"time_limit"``, ``"interrupted"``, ``"stopped"``, ``"client_error"``,
+        ``"client_failure"``), e.g. from :func:`constrfl.load_result`: continue it with
+        its method and settings (``max_outer``, or the baselines' ``rounds``, may be
+        raised); in-process the continuation is bit-identical to an uninterrupted solve.
 
     Options of ``fedproxal`` and ``cproxal``
     ----------------------------------------
     beta : penalty β > 0 of the augmented Lagrangian [100].
     inner : ``fedproxal``'s subproblem solver: ``"admm"`` (Algorithm 2; each round a
-        client uploads two d-vectors and a scalar) or ``"newton"`` (federated
+        client uploads two d-vectors and two scalars) or ``"newton"`` (federated
         proximal Newton: each client uploads its local AL value, gradient and Hessian,
-        d(d+1)/2 floats, disclosing local curvature; one round per evaluation)
-        [``"admm"``].
+        d(d+1)/2 floats, disclosing local curvature; far fewer rounds) [``"admm"``].
+    max_outer : cap on outer iterations [200].
+    s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
+        paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10 [1e-2, 0.2].
+    max_inner : cap on ADMM rounds or Newton steps per subproblem [10000].
+    Only with ``inner="admm"``:
     rho : ADMM penalty: a scalar for every client, one value per client, or
         ``"samples"`` for ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows) [0.1].
     adaptive_rho : rescale ρ inside the ADMM by residual balancing (see
-        :func:`constrfl.solvers.admm.admm`); ``False`` keeps ρ fixed as in the paper
-        [True].
-    max_outer, max_inner : caps on outer iterations and on ADMM iterations (or Newton
-        steps) per subproblem [200, 10000].
-    s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
-        paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10 [1e-2, 0.2].
-    q : geometric decay of the clients' local tolerances inside the ADMM (§4) [0.9].
+        :class:`constrfl.solvers.admm.ADMM`); ``False`` keeps ρ fixed [True].
+    q : geometric decay of the clients' local tolerances (§4) [0.9].
     local_max_iter : iterations per local solve [100].
     local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
-        line search; falls back to L-BFGS for functions without Hessians) or
-        ``"lbfgs"`` (scipy's L-BFGS-B, gradients only) [``"newton"``].
+        line search; L-BFGS for functions without Hessians) or ``"lbfgs"`` [``"newton"``].
 
-    ``status`` is ``"optimal"`` only when the KKT residuals, recomputed at the returned
-    point, meet ``tol``; otherwise ``message`` names the residual that failed.
+    An option that does not apply to the method (or inner solver) is a TypeError.
+    ``status`` is ``"optimal"`` only when the KKT residuals, computed by the owners at
+    the returned point, meet ``tol``; otherwise ``message`` names the residual that
+    failed.  Statuses: :mod:`constrfl.status`.
     """
     start = time.perf_counter()
-    _check_problem(problem)
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a constrfl.Problem, got {type(problem).__name__}")
+    if resume is not None:
+        method, options, w0 = _resumed(problem, resume, method, options)
     eps = _tolerances(tol)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
+    callback = checked_callback(callback)
+    deadline = None if max_time is None else start + positive(max_time, "max_time")
     if method in BASELINES:
-        from .solvers.baselines import solve_baseline
-        _check_options(method, options, inspect.signature(solve_baseline).parameters)
+        from .solvers.baselines import BASELINE_OPTIONS, solve_baseline
+        unknown = sorted(set(options) - set(BASELINE_OPTIONS))
+        if unknown:
+            raise TypeError(f"solve() got options that do not apply to method "
+                            f"{method!r}: {unknown}")
         return solve_baseline(problem, method, eps, w0=w0, seed=seed, verbose=verbose,
-                              callback=callback, **options)
+                              callback=callback, deadline=deadline, resume=resume,
+                              start=start, **options)
+    settings = settings_for(method, options)
+    snapshots = resume.state["parties"] if resume is not None else None
+    fed = InProcessFederation(problem, snapshots, counted=method != "cproxal")
+    return execute(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
+                   verbose=verbose, callback=callback, deadline=deadline, start=start)
+
+
+def settings_for(method, options):
+    """The validated settings of a proximal AL method: defaults filled in; an option
+    that does not apply to ``method`` (and its inner solver) is a TypeError."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS + BASELINES}")
-    _check_options(method, options, PROXAL_OPTIONS)
-    w0 = problem.start_point(w0, seed)
-    return _proximal_al(problem, method, eps, w0, verbose, callback, start,
-                        **dict(PROXAL_OPTIONS, **options))
-
-
-PROXAL_OPTIONS = dict(beta=100.0, inner="admm", rho=0.1, adaptive_rho=True, max_outer=200,
-                      max_inner=10000, s_bar=1e-2, tau_decay=0.2, q=0.9, local_max_iter=100,
-                      local_solver="newton")
-
-
-def _proximal_al(problem, method, eps, w0, verbose, callback, start, *, beta, inner, rho,
-                 adaptive_rho, max_outer, max_inner, s_bar, tau_decay, q, local_max_iter,
-                 local_solver):
-    eps1, eps2 = eps
-    beta = _positive(beta, "beta")
-    s_bar = _positive(s_bar, "s_bar")
-    if tau_decay is not None and not (isinstance(tau_decay, numbers.Real)
-                                      and 0 < tau_decay < 1):
-        raise ValueError(f"tau_decay must be None or in (0, 1), got {tau_decay!r}")
-    if not (isinstance(q, numbers.Real) and 0 < q < 1):
-        raise ValueError(f"q must be in (0, 1), got {q!r}")
-    for name, val in (("max_outer", max_outer), ("max_inner", max_inner),
-                      ("local_max_iter", local_max_iter)):
-        if not isinstance(val, numbers.Integral) or val < 1:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
-    if local_solver not in ("newton", "lbfgs"):
-        raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got {local_solver!r}")
+    inner = options.get("inner", "admm")
+    if method == "cproxal" and "inner" in options:
+        raise TypeError("solve() option 'inner' does not apply to method 'cproxal' "
+                        "(it solves the pooled subproblem by proximal Newton)")
     if inner not in ("admm", "newton"):
         raise ValueError(f"inner must be 'admm' or 'newton', got {inner!r}")
+    own = ADMM_OPTIONS if method == "fedproxal" and inner == "admm" else NEWTON_OPTIONS
+    allowed = dict(OUTER_OPTIONS, **own)
+    unknown = sorted(set(options) - set(allowed) - {"inner"})
+    if unknown:
+        where = f"method {method!r}" + (f" with inner={inner!r}" if method == "fedproxal"
+                                         else "")
+        raise TypeError(f"solve() got options that do not apply to {where}: {unknown}")
+    s = dict(allowed, **{k: v for k, v in options.items() if k != "inner"})
+    s["beta"] = positive(s["beta"], "beta")
+    s["s_bar"] = positive(s["s_bar"], "s_bar")
+    if s["tau_decay"] is not None and not (real(s["tau_decay"]) and 0 < s["tau_decay"] < 1):
+        raise ValueError(f"tau_decay must be None or in (0, 1), got {s['tau_decay']!r}")
+    for name in ("max_outer", "max_inner") + (("local_max_iter",) if "q" in s else ()):
+        s[name] = count(s[name], name)
+    if "q" in s:
+        if not (real(s["q"]) and 0 < s["q"] < 1):
+            raise ValueError(f"q must be in (0, 1), got {s['q']!r}")
+        if s["local_solver"] not in ("newton", "lbfgs"):
+            raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got "
+                             f"{s['local_solver']!r}")
+        if not isinstance(s["adaptive_rho"], (bool, np.bool_)):
+            raise TypeError(f"adaptive_rho must be True or False, got {s['adaptive_rho']!r}")
+    if method == "fedproxal":
+        s["inner"] = inner
+    return s
 
-    if method == "cproxal":
-        sub = NewtonSubsolver(problem, max_inner)
-    elif inner == "newton":
-        sub = NewtonSubsolver(problem, max_inner, federated=True)
+
+def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None,
+            verbose=False, callback=None, deadline=None, start=None):
+    """Run a proximal AL method over the federation ``fed`` and return its result
+    (``problem`` needs ``dim``, ``regularizer``, ``start_point`` and ``parties``; the
+    backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this)."""
+    start = time.perf_counter() if start is None else start
+    fed.deadline = deadline
+    if resume is not None:
+        s, previous_time = restore(fed, resume), resume.time
     else:
-        sub = FederatedSubsolver(problem, _rhos(problem, rho), q, max_inner, local_max_iter,
-                                 bool(adaptive_rho), local_solver)
-
+        s = OuterState(k=0, w=problem.start_point(w0, seed), beta=settings["beta"],
+                       multipliers={p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq))
+                                    for p in problem.parties})
+        previous_time = 0.0
+    inner = _inner_solver(problem, method, settings, fed)
     report = _Table(verbose, method, problem)
-    w, status, message, history, outer, inner = proximal_al(
-        problem, sub, w0, eps1, eps2, beta, s_bar, tau_decay, max_outer, report, callback)
-    mults = sub.multipliers()
-    final = compute_kkt(problem, w, mults)
-    if status == "optimal" and not final.meets(eps1, eps2):   # recomputed from scratch
-        status = "max_iterations"
-        message = "recomputed KKT residuals miss tol: " + "; ".join(final.failures(eps1, eps2))
-    res = SolveResult(w=w, status=status, message=message, objective=problem.objective(w),
-                      multipliers=mults, kkt=final, method=method, outer_iterations=outer,
-                      inner_iterations=inner, rounds=sub.traffic.rounds,
-                      bytes_up=sub.traffic.bytes_up, bytes_down=sub.traffic.bytes_down,
-                      time=time.perf_counter() - start, history=history)
+    error = None
+    try:
+        with interruptible(fed):
+            status, message = proximal_al(
+                problem, fed, inner, s, eps, max_outer=settings["max_outer"],
+                s_bar=settings["s_bar"], tau_decay=settings["tau_decay"], report=report,
+                callback=callback)
+    except SolveStop as stop:
+        status, message = stop.status, str(stop)
+        error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
+    except KeyboardInterrupt:
+        status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
+    res = _result(problem, method, s, status, message, error, fed, settings,
+                  previous_time + time.perf_counter() - start)
     report.close(res)
     return res
 
 
-def _check_options(method, options, allowed):
-    unknown = sorted(set(options) - set(allowed) - {"problem", "method", "tol"})
-    if unknown:
-        raise TypeError(f"solve() got unexpected options for method {method!r}: {unknown}")
+def _inner_solver(problem, method, settings, fed):
+    if method == "cproxal":
+        return Newton(problem.regularizer, settings["max_inner"], batch=1)
+    if settings["inner"] == "newton":
+        return Newton(problem.regularizer, settings["max_inner"])
+    return ADMM(fed.clients, _rhos(problem, settings["rho"]), problem.regularizer,
+                q=settings["q"], max_iter=settings["max_inner"],
+                adaptive_rho=bool(settings["adaptive_rho"]),
+                local_max_iter=settings["local_max_iter"],
+                local_solver=settings["local_solver"])
 
 
-def _check_problem(problem):
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a constrfl.Problem, got {type(problem).__name__}")
+def _result(problem, method, s, status, message, error, fed, settings, elapsed):
+    """The SolveResult at the last completed outer iteration."""
+    last = s.history[-1] if s.history else None
+    if last is not None:
+        kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
+                  last["definition1"], problem.regularizer.exact_dist)
+        objective = last["objective"]
+    else:                                    # no KKT round completed: nothing measured
+        kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
+    mults = {p.name: s.multipliers.get(p.name, Multipliers(np.zeros(p.n_ineq),
+                                                            np.zeros(p.n_eq)))
+             for p in problem.parties}
+    return SolveResult(w=s.w, status=status, message=message, objective=objective,
+                       multipliers=mults, kkt=kkt, method=method, outer_iterations=s.k,
+                       inner_iterations=s.inner_iterations, rounds=fed.traffic.rounds,
+                       bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,
+                       time=elapsed, history=s.history, error=error,
+                       state=checkpoint(problem, fed, s),
+                       settings=dict(settings, method=method))
 
 
-def _positive(x, name):
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be a finite positive number, got {x!r}")
-    return float(x)
+def _resumed(problem, res, method, options):
+    """Method, options and start point of a resumed solve, checked against ``res``."""
+    if not isinstance(res, SolveResult) or res.state is None:
+        raise TypeError("resume must be a SolveResult with its solver state "
+                        "(from cf.solve or cf.load_result)")
+    if res.status not in st.RESUMABLE:
+        raise ValueError(f"a solve that ended {res.status!r} cannot be resumed "
+                         f"(resumable: {', '.join(st.RESUMABLE)})")
+    saved = res.state["problem"]
+    owners = [p.name for p in problem.parties]
+    if saved["dim"] != problem.dim or list(saved["owners"]) != owners:
+        raise ValueError(f"resume: the result belongs to another problem (dimension "
+                         f"{saved['dim']}, owners {list(saved['owners'])}; this one: "
+                         f"{problem.dim}, {owners})")
+    settings = dict(res.settings)
+    saved_method = settings.pop("method")
+    if method not in ("fedproxal", saved_method):     # "fedproxal" is solve()'s default
+        raise ValueError(f"resume: the result is from method {saved_method!r}, not {method!r}")
+    limit = "rounds" if saved_method in BASELINES else "max_outer"
+    for k, v in options.items():
+        if k != limit and not _same(settings.get(k), v):
+            raise ValueError(f"resume: option {k!r} differs from the resumed solve's "
+                             f"({settings.get(k)!r}); only {limit!r} may change")
+    settings.update(options)
+    return saved_method, settings, None
+
+
+def _same(a, b):
+    try:
+        return bool(np.all(np.asarray(a) == np.asarray(b)))
+    except Exception:
+        return False
 
 
 def _tolerances(tol):
     pair = tol if isinstance(tol, (tuple, list)) else (tol, tol)
     if len(pair) != 2:
         raise ValueError(f"tol must be a number or a pair (eps1, eps2), got {tol!r}")
-    return _positive(pair[0], "tol (eps1)"), _positive(pair[1], "tol (eps2)")
+    return positive(pair[0], "tol (eps1)"), positive(pair[1], "tol (eps2)")
 
 
 def _rhos(problem, rho):
@@ -165,9 +270,15 @@ def _rhos(problem, rho):
             if k <= 0:
                 raise ValueError(f"rho='samples': client {c.name!r} holds no data rows")
         return 0.1 * counts / counts.mean()
-    arr = np.asarray(rho, dtype=np.float64)
+    if isinstance(rho, (bool, np.bool_)):
+        raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}")
+    try:
+        arr = np.asarray(rho, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}") \
+            from None
     if arr.ndim == 0:
-        return np.full(n, _positive(float(arr), "rho"))
+        return np.full(n, positive(float(arr), "rho"))
     if arr.shape != (n,):
         raise ValueError(f"rho has shape {arr.shape}, expected a scalar or ({n},) "
                          "(one value per client)")
@@ -178,7 +289,8 @@ def _rhos(problem, rho):
 
 
 class _Table:
-    """The ``verbose=True`` iteration table (one row per outer iteration)."""
+    """The ``verbose=True`` iteration table (one row per outer iteration), OSQP-like:
+    a header, the rows and a footer with the status."""
 
     COLS = ("iter", "tau", "inner", "rounds", "step", "stationarity", "feasibility",
             "complement", "objective")

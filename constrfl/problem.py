@@ -10,10 +10,14 @@ that party's behalf (ALGORITHMS.md §1: only party i evaluates fᵢ, cᵢ, hᵢ)
 """
 from __future__ import annotations
 
+import copy
+import math
 import numbers
 
 import numpy as np
 
+from . import status as st
+from .errors import PartyError
 from .functions import Function
 from .prox import Regularizer, Zero
 
@@ -95,49 +99,79 @@ class Party:
                 and (self.objective is None or self.objective.quadratic))
 
     # -- evaluation (called on the party's behalf) ------------------------------------
+    # Every call of a user function goes through _call and the checks below: an
+    # exception, an output of the wrong shape or a NaN/inf becomes a PartyError naming
+    # the slot (the runtime adds the party), which ends the solve with a status.
     def f_value_grad(self, w):
-        if self.objective is None:
+        f = self.objective
+        if f is None:
             return 0.0, np.zeros_like(w)
-        return self.objective.value_grad(w)
+        v, g = _call("objective", f, "value_grad", w)
+        return _scalar("objective", v), _checked("objective", "gradient", g, (w.size,))
 
     def f_minibatch_grad(self, w, rng, batch_size=None):
-        """∇fᵢ on a minibatch of the party's own rows (drawn by the party's ``rng``)."""
+        """∇fᵢ on a minibatch of the party's own rows (drawn by ``rng``)."""
         if self.objective is None:
             return np.zeros_like(w)
-        return self.objective.minibatch_grad(w, rng, batch_size)
+        g = _call("objective", self.objective, "minibatch_grad", w, rng, batch_size)
+        return _checked("objective", "gradient", g, (w.size,))
 
     def f_hess(self, w):
-        return None if self.objective is None else self.objective.hess(w)
+        """∇²fᵢ (0.0 without an objective, None when the objective has no Hessian)."""
+        if self.objective is None:
+            return 0.0
+        H = _call("objective", self.objective, "hess", w)
+        return None if H is None else _checked("objective", "Hessian", H, (w.size, w.size))
 
     def c_value(self, w):
-        return _stack_values(self.constraints, w)
+        if not self.constraints:
+            return np.zeros(0)
+        return np.concatenate([self._c_value(k, f, w) for k, f in enumerate(self.constraints)])
 
     def c_value_jac(self, w):
         """``(c(w), ∇c(w))`` in one pass over each constraint's data."""
         if not self.constraints:
             return np.zeros(0), np.zeros((0, w.shape[0]))
-        d = w.shape[0]
-        pairs = [f.value_grad(w) for f in self.constraints]
+        pairs = [self._c_value_jac(k, f, w) for k, f in enumerate(self.constraints)]
         if len(pairs) == 1:                  # the common case, without the stacking
-            return np.reshape(pairs[0][0], -1), np.reshape(pairs[0][1], (-1, d))
-        return (np.concatenate([np.reshape(v, -1) for v, _ in pairs]),
-                np.vstack([np.reshape(g, (-1, d)) for _, g in pairs]))
+            return pairs[0]
+        return np.concatenate([v for v, _ in pairs]), np.vstack([J for _, J in pairs])
 
     def c_hess(self, w, y):
-        """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if unavailable)."""
-        H, start = 0.0, 0
-        for c, m in zip(self.constraints, self.ineq_sizes):
+        """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if a constraint
+        with a nonzero weight has no Hessian)."""
+        H, start, d = 0.0, 0, w.size
+        for k, (c, m) in enumerate(zip(self.constraints, self.ineq_sizes)):
             yc = y[start] if c.size is None else y[start:start + m]
             start += m
             if np.any(yc != 0) and not c.is_affine:
-                H = H + c.hess(w, yc)
+                Hc = _call(f"constraints[{k}]", c, "hess", w, yc)
+                if Hc is None:
+                    return None
+                H = H + _checked(f"constraints[{k}]", "Hessian", Hc, (d, d))
         return H
 
     def h_value(self, w):
-        return _stack_values(self.equalities, w)
+        if not self.equalities:
+            return np.zeros(0)
+        return np.concatenate([_rows(f"equalities[{k}]", f, _call(f"equalities[{k}]", f,
+                                                                   "value", w))
+                               for k, f in enumerate(self.equalities)])
 
     def h_jac(self, w):
-        return _stack_jacs(self.equalities, w)
+        if not self.equalities:
+            return np.zeros((0, w.shape[0]))
+        return np.vstack([_jacobian(f"equalities[{k}]", f, _call(f"equalities[{k}]", f,
+                                                                  "grad", w), w.size)
+                          for k, f in enumerate(self.equalities)])
+
+    def _c_value(self, k, f, w):
+        return _rows(f"constraints[{k}]", f, _call(f"constraints[{k}]", f, "value", w))
+
+    def _c_value_jac(self, k, f, w):
+        slot = f"constraints[{k}]"
+        v, J = _call(slot, f, "value_grad", w)
+        return _rows(slot, f, v), _jacobian(slot, f, J, w.size)
 
     @property
     def n_samples(self):
@@ -191,7 +225,8 @@ class Problem:
         for i, c in enumerate(self.clients):
             if not isinstance(c, Client):
                 raise TypeError(f"clients[{i}] must be a constrfl.Client, got {type(c).__name__}")
-            if c.name is None:
+            if c.name is None:               # named here, on a copy: the caller's is unchanged
+                self.clients[i] = c = copy.copy(c)
                 c.name = f"client-{i}"
         names = [c.name for c in self.clients]
         dup = {n for n in names if names.count(n) > 1}
@@ -266,13 +301,49 @@ def _as_list(fs):
     return list(fs)
 
 
-def _stack_values(fs, w):
-    if not fs:
-        return np.zeros(0)
-    return np.concatenate([np.atleast_1d(f.value(w)) for f in fs])
+def _call(slot, f, method, *args):
+    """``f.method(*args)``; an exception becomes a PartyError (client_error) naming the
+    slot, with the original as its cause."""
+    try:
+        return getattr(f, method)(*args)
+    except Exception as exc:
+        raise PartyError(st.CLIENT_ERROR, slot,
+                         f"{method} raised {type(exc).__name__}: {exc}") from exc
 
 
-def _stack_jacs(fs, w):
-    if not fs:
-        return np.zeros((0, w.shape[0]))
-    return np.vstack([np.atleast_2d(f.grad(w)) for f in fs])
+def _checked(slot, what, a, shape):
+    """``a`` as a float64 array of ``shape``: a wrong shape is a client_error, a NaN or
+    inf a numerical_error, both naming the slot."""
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PartyError(st.CLIENT_ERROR, slot, f"its {what} is not numeric: "
+                         f"{type(a).__name__}") from exc
+    if arr.shape != shape:
+        raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {arr.shape}, "
+                         f"expected {shape}") from ValueError(f"{what} shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise PartyError(st.NUMERICAL_ERROR, slot, f"its {what} contains NaN or inf") \
+            from FloatingPointError(f"non-finite {what}")
+    return arr
+
+
+def _scalar(slot, v):
+    """A scalar function's value as a finite float."""
+    if type(v) is not float:
+        v = _checked(slot, "value", v, ())
+    if not math.isfinite(v):
+        raise PartyError(st.NUMERICAL_ERROR, slot, f"its value is {v}") \
+            from FloatingPointError(f"non-finite value {v}")
+    return float(v)
+
+
+def _rows(slot, f, v):
+    """A constraint's value as a 1-D array (one entry, or ``size`` entries)."""
+    return _checked(slot, "value", v, () if f.size is None else (f.size,)).reshape(-1)
+
+
+def _jacobian(slot, f, J, d):
+    """A constraint's gradient as an (m, d) Jacobian."""
+    return _checked(slot, "gradient", J, (d,) if f.size is None else (f.size, d)) \
+        .reshape(-1, d)

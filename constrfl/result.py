@@ -1,13 +1,21 @@
-"""Result records: :class:`Multipliers`, :class:`KKT` and :class:`SolveResult`."""
+"""Result records (:class:`Multipliers`, :class:`KKT`, :class:`SolveResult`) and their
+save format: ``result.json`` (plain JSON) beside ``arrays.npz`` (NumPy, no pickle)."""
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES"]
+from .status import STATUSES
 
-STATUSES = ("optimal", "max_iterations", "numerical_error", "infeasible")
+__all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION"]
+
+FORMAT = "constrfl-result"
+FORMAT_VERSION = 1
 
 
 @dataclass
@@ -21,7 +29,7 @@ class Multipliers:
 
 @dataclass
 class KKT:
-    """Residuals of ALGORITHMS.md §2 at a point ``(w, μ, ν)``, all in the ∞-norm.
+    """Residuals of docs/algorithms.md §2 at a point ``(w, μ, ν)``, all in the ∞-norm.
 
     * ``stationarity`` = dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w)), exact unless
       ``exact_stationarity`` is False (then the regularizer's documented stand-in: the
@@ -53,15 +61,20 @@ class KKT:
         return out
 
 
-@dataclass
+@dataclass(repr=False)
 class SolveResult:
     """What :func:`constrfl.solve` returns (a plain record, like scipy's OptimizeResult).
 
-    ``multipliers`` maps each owner (``"server"`` and the client names) to its
-    :class:`Multipliers`, in the Lagrangian convention ``F + μᵀc + νᵀh`` with μ ≥ 0.
-    ``kkt`` is recomputed from scratch at the returned point.  ``rounds``, ``bytes_up``
-    and ``bytes_down`` count the messages of ALGORITHMS.md §3–4 (8 bytes a float).
-    ``history`` holds one dict per outer iteration.
+    ``w`` is the last accepted iterate (the last completed outer iteration's), with the
+    ``multipliers`` each owner reported there and ``kkt``/``objective`` computed by the
+    owners at that point (the KKT round of the protocol, from scratch).  ``multipliers``
+    maps each owner (``"server"`` and the client names) to its :class:`Multipliers`, in
+    the Lagrangian convention ``F + μᵀc + νᵀh`` with μ ≥ 0.  ``rounds``, ``bytes_up`` and
+    ``bytes_down`` count the messages (8 bytes a float).  ``history`` holds one dict per
+    outer iteration (per round for the baselines).  ``error`` is the exception behind a
+    ``client_error`` (its ``__cause__`` the original) or a failed callback.  ``state``
+    is the solver's state (see :meth:`save`; ``cf.solve(problem, resume=res)``
+    continues from it) and ``settings`` the options it ran with.
     """
 
     w: np.ndarray
@@ -78,6 +91,9 @@ class SolveResult:
     bytes_down: int = 0
     time: float = 0.0
     history: list = field(default_factory=list)
+    error: BaseException | None = None
+    state: dict | None = None
+    settings: dict = field(default_factory=dict)
 
     @property
     def success(self):
@@ -85,7 +101,123 @@ class SolveResult:
 
     def __repr__(self):
         k = self.kkt
-        return (f"SolveResult(status={self.status!r}, objective={self.objective:.10g}, "
-                f"stationarity={k.stationarity:.2e}, feasibility={k.feasibility:.2e}, "
-                f"outer={self.outer_iterations}, inner={self.inner_iterations}, "
+        return (f"SolveResult(status={self.status!r}, success={self.success}, "
+                f"objective={self.objective:.10g}, stationarity={k.stationarity:.1e}, "
+                f"feasibility={k.feasibility:.1e}, outer={self.outer_iterations}, "
                 f"rounds={self.rounds}, time={self.time:.3f}s)")
+
+    def to_dict(self):
+        """The result as plain Python types (JSON-serializable; NaN/inf as JSON's
+        ``NaN``/``Infinity``), without the solver state."""
+        return {"w": self.w.tolist(), "status": self.status, "message": self.message,
+                "success": self.success, "objective": self.objective,
+                "multipliers": {k: {"ineq": m.ineq.tolist(), "eq": m.eq.tolist()}
+                                for k, m in self.multipliers.items()},
+                "kkt": dataclasses.asdict(self.kkt), "method": self.method,
+                "outer_iterations": self.outer_iterations,
+                "inner_iterations": self.inner_iterations, "rounds": self.rounds,
+                "bytes_up": self.bytes_up, "bytes_down": self.bytes_down, "time": self.time,
+                "history": _plain(self.history), "settings": _plain(self.settings),
+                "error": None if self.error is None else repr(self.error)}
+
+    def plot(self, **kwargs):
+        """Stationarity, feasibility and objective gap against rounds (matplotlib);
+        see :func:`constrfl.plot.plot_result`."""
+        from .plot import plot_result
+        return plot_result(self, **kwargs)
+
+    def save(self, path):
+        """Write the result and its solver state to the directory ``path``:
+        ``result.json`` (format name and version, status, settings, the problem's
+        dimension and owners, history; arrays referenced by key) and ``arrays.npz``
+        (``w``, multipliers, the solver and party states).  No pickle."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        arrays = {}
+        record = {"format": FORMAT, "version": FORMAT_VERSION,
+                  **{f.name: _encode(getattr(self, f.name), arrays, f.name)
+                     for f in dataclasses.fields(self) if f.name != "error"},
+                  "error": None if self.error is None else repr(self.error)}
+        with open(path / "result.json", "w") as fh:
+            json.dump(record, fh, indent=1, allow_nan=False)
+        np.savez(path / "arrays.npz", **arrays)
+        return path
+
+
+def load_result(path):
+    """Read a result written by :meth:`SolveResult.save` (``error`` comes back as its
+    text in ``message``; the exception object is not stored)."""
+    path = Path(path)
+    try:
+        with open(path / "result.json") as fh:
+            record = json.load(fh)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no result.json (not a saved constrfl result)") \
+            from None
+    if record.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a constrfl result (format {record.get('format')!r})")
+    if record.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: result format version {record.get('version')!r}; this "
+                         f"constrfl reads version {FORMAT_VERSION}")
+    with np.load(path / "arrays.npz", allow_pickle=False) as npz:
+        arrays = dict(npz)
+    fields = {f.name for f in dataclasses.fields(SolveResult)} - {"error"}
+    return SolveResult(**{k: _decode(record[k], arrays) for k in fields})
+
+
+# -- the codec: arrays to the .npz, dataclasses tagged, non-finite floats spelled out ------
+
+def _types():
+    from .solvers.admm import ADMMState
+    from .solvers.newton import NewtonState
+    from .solvers.proxal import OuterState
+    from .solvers.baselines import BaselineState
+    return {t.__name__: t for t in (Multipliers, KKT, ADMMState, NewtonState, OuterState,
+                                    BaselineState)}
+
+
+def _encode(x, arrays, key):
+    if isinstance(x, np.ndarray):
+        arrays[key] = x
+        return {"$array": key}
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {"$type": type(x).__name__,
+                **{f.name: _encode(getattr(x, f.name), arrays, f"{key}/{f.name}")
+                   for f in dataclasses.fields(x)}}
+    if isinstance(x, dict):
+        return {"$dict": [[k, _encode(v, arrays, f"{key}/{k}")] for k, v in x.items()]}
+    if isinstance(x, (list, tuple)):
+        return [_encode(v, arrays, f"{key}/{i}") for i, v in enumerate(x)]
+    if isinstance(x, (float, np.floating)) and not math.isfinite(x):
+        return {"$float": repr(float(x))}
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _decode(x, arrays):
+    if isinstance(x, list):
+        return [_decode(v, arrays) for v in x]
+    if not isinstance(x, dict):
+        return x
+    if "$array" in x:
+        return arrays[x["$array"]]
+    if "$float" in x:
+        return float(x["$float"])
+    if "$dict" in x:
+        return {k: _decode(v, arrays) for k, v in x["$dict"]}
+    cls = _types()[x["$type"]]
+    return cls(**{k: _decode(v, arrays) for k, v in x.items() if k != "$type"})
+
+
+def _plain(x):
+    """NumPy values as Python ones, recursively (for :meth:`SolveResult.to_dict`)."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x

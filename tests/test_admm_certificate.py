@@ -1,4 +1,4 @@
-"""Acceptance 3: the ADMM stop rule (23) bounds the true subproblem stationarity.
+"""The ADMM stop rule (23) bounds the true subproblem stationarity.
 
 At the exit of every ADMM call, dist∞(0, ∂Ψ_k(w^{k+1})) — computed here from the raw
 data with NumPy, independently of the package — is at most τ_k."""
@@ -39,7 +39,7 @@ def test_stop_rule_bounds_subproblem_stationarity():
     for s in states:
         w, wk, beta, tau = s["w"], s["w_prev"], s["beta"], s["tau"]
         g = (w - wk) / beta
-        for (X0, X1), name in zip(parts, [c.name for c in clients]):
+        for (X0, X1), name in zip(parts, [c.name for c in problem.clients]):
             g += logistic(X0, np.zeros(len(X0)), w)[1] / n
             val, grad = logistic(X1, np.ones(len(X1)), w)
             mu = s["multipliers_prev"][name].ineq[0]

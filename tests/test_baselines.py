@@ -57,6 +57,11 @@ def run_two_rounds(method, regularizer=None, server=None, **options):
     return models, res
 
 
+# per round and client the server also sends: the rate, K, the round, n, γ, the batch
+# size, the seed and the client-prox flag (the baselines module's docstring)
+ROUND_SCALARS = 8
+
+
 def expected_primal(rule, lam, eta, beta=0.0, beta1=0.0, beta2=0.0, tau=0.0):
     """Two rounds of the FedOpt server rules of §7 followed by the documented server prox
     x ← soft(x, lam·t), t = gain·η_c·K."""
@@ -104,7 +109,8 @@ def test_server_optimizer_two_rounds_by_hand(method, lam):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     assert not np.allclose(expected[0], expected[1])          # the rounds really moved
     assert res.rounds == 2 and res.inner_iterations == 2 * 2 * K
-    assert res.bytes_down == res.bytes_up == 2 * 2 * 2 * 8    # rounds · clients · d · 8
+    # rounds · clients · floats · 8; down: the model (d) and the round's 8 scalars
+    assert res.bytes_up == 2 * 2 * 2 * 8 and res.bytes_down == 2 * 2 * (2 + ROUND_SCALARS) * 8
 
 
 CORRECTIONS = {"vanilla": lambda b: 1 - b, "linear": lambda b: 1 + b,
@@ -136,7 +142,9 @@ def test_fedcada_two_rounds_by_hand(correction, lam):
         t_prox = eta_s * LR * K / (np.sqrt(v / c(b2 ** t)) + eps)
         x = soft(x + eta_s * np.mean(deltas, axis=0), lam * t_prox)
         np.testing.assert_allclose(got, x, rtol=1e-12, atol=1e-14)
-    assert res.bytes_down == res.bytes_up == 2 * 2 * (3 * 2) * 8    # x, m, v both ways
+    # x, m, v both ways; down also the round's scalars and β₁, β₂, ϵ, the correction
+    assert res.bytes_up == 2 * 2 * (3 * 2) * 8
+    assert res.bytes_down == 2 * 2 * (3 * 2 + ROUND_SCALARS - 1 + 4) * 8
 
 
 @pytest.mark.parametrize("method", ["fedmid", "fedmid-osp"])
@@ -172,8 +180,9 @@ def test_feddualavg_two_rounds_by_hand(method, decay):
         z = z + eta_s * np.mean(ends, axis=0)
         past += eta_s * lr * K
         np.testing.assert_allclose(got, soft(z, past * LAM), rtol=1e-12, atol=1e-14)
-    down = 2 + (method == "feddualavg")                          # z (and the prox offset)
-    assert res.bytes_down == 2 * 2 * down * 8 and res.bytes_up == 2 * 2 * 2 * 8
+    # down: z and the round's scalars (FedDualAvg: the prox offset for the prox flag)
+    assert res.bytes_down == 2 * 2 * (2 + ROUND_SCALARS) * 8
+    assert res.bytes_up == 2 * 2 * 2 * 8
 
 
 def test_composite_methods_reduce_to_fedavg_without_regularizer():

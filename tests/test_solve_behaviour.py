@@ -54,24 +54,34 @@ def test_bit_identical_reruns():
 
 
 def test_message_accounting():
-    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration.
-    Per ADMM round a client uploads uᵢ + λᵢ/ρᵢ, eᵢ (d floats each) and ‖uᵢ − w‖∞."""
+    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration (the
+    multiplier/KKT round, which also starts the next subproblem).  Floats per client
+    (each client here has one constraint row, μᵢ ∈ R):
+    start-up    down w, β, γ, cold, local_max_iter, local_hessian, ρᵢ   up vᵢ, ρᵢ
+    ADMM round  down w, scale, tol                                     up eᵢ, vᵢ, ‖uᵢ−w‖∞, ρᵢ
+    outer       down w, β, γ, cold, local_max_iter, local_hessian
+                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, vᵢ, ρᵢ"""
     p = np_problem(5, 0.4)
     res = cf.solve(p, method="fedproxal")
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
-    assert res.bytes_down == 8 * n * (d + T * (d + 1) + K * d)
-    assert res.bytes_up == 8 * n * (d + T * (2 * d + 1) + K * (d + 5) + (K - 1) * d)
+    assert res.bytes_down == 8 * n * ((d + 6) + T * (d + 2) + K * (d + 5))
+    assert res.bytes_up == 8 * n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4 + d + 1))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
 
 
 def test_message_accounting_federated_newton(monkeypatch):
-    """inner="newton": one round per evaluation of the clients' AL terms (value and
-    gradient, plus the Hessian triangle when the step needs it) and one per outer
-    iteration.  Evaluations are counted here by spying on one client's AL term."""
+    """inner="newton": every round evaluates each client's AL term once with its
+    gradient and Hessian (at the first trial point); a line-search round also asks for
+    its value at 3 shorter steps.  Rounds: the start-up, the evaluation rounds and one
+    per outer iteration, which carries the next subproblem's first evaluation.  The
+    evaluations are counted by spying on one client's AL term.  Floats per client:
+    down w, order (+ β on the start-up and outer rounds; + x and 3 step lengths on a
+    line-search round); up the values (1, or 4 on a line-search round), the gradient, the
+    Hessian triangle, and on the outer rounds μᵢ, ∇ℓᵢ and 4 residual scalars."""
     from constrfl.solvers import augmented
-    calls = {1: 0, 2: 0}
+    calls = {0: 0, 1: 0, 2: 0}
     original = augmented.AugmentedTerm.__call__
 
     def spy(self, w, order=2):
@@ -84,16 +94,20 @@ def test_message_accounting_federated_newton(monkeypatch):
     res = cf.solve(p, inner="newton")
     n, d, K = 5, p.dim, res.outer_iterations
     assert res.status == "optimal"
-    evals = calls[1] + calls[2]
-    assert calls[2] > 0 and res.rounds == evals + K
-    assert res.bytes_down == 8 * n * d * res.rounds
-    assert res.bytes_up == 8 * n * (evals * (1 + d) + calls[2] * d * (d + 1) // 2
-                                    + K * (d + 5))
+    assert calls[1] == 0 and calls[2] == res.rounds     # one full evaluation per round
+    searches = calls[0] // 3
+    assert calls[0] == 3 * searches and searches > 0
+    plain = res.rounds - searches - 1 - K                  # evaluations after a short step
+    tri = d * (d + 1) // 2
+    assert res.bytes_down == 8 * n * ((1 + K) * (d + 2) + plain * (d + 1)
+                                      + searches * (2 * d + 4))
+    assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 3
+                                    + K * (1 + d + 4))
 
 
 def test_options_belong_to_their_method():
     p = np_problem(2, 0.4, rows=200)
-    with pytest.raises(TypeError, match=r"unexpected options for method 'fedavg': \['beta'\]"):
+    with pytest.raises(TypeError, match=r"do not apply to method 'fedavg': \['beta'\]"):
         cf.solve(p, method="fedavg", beta=300.0, penalty="quadratic")
     with pytest.raises(ValueError, match="inner must be 'admm' or 'newton'"):
         cf.solve(p, inner="bfgs")

@@ -16,18 +16,22 @@ import numpy as np
 
 
 class AugmentedTerm:
-    """``ALᵢ`` of one party at fixed multipliers; evaluated by the party itself."""
+    """``ALᵢ`` of one party at fixed multipliers; evaluated by the party itself.
+    ``objective=False`` leaves fᵢ out (the violation term of the infeasibility check).
+    The Hessian is None when a function that enters it has none."""
 
-    def __init__(self, party, beta, mu, nu):
+    def __init__(self, party, beta, mu, nu, objective=True):
         self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
+        self.objective = objective
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
-        val, g = party.f_value_grad(w)
-        H = None
+        val, g, H = 0.0, np.zeros(w.size), None
+        if self.objective:
+            val, g = party.f_value_grad(w)
         if order >= 2:
-            H = party.f_hess(w)
-            H = np.zeros((w.size, w.size)) if H is None else np.array(H, dtype=np.float64)
+            H = party.f_hess(w) if self.objective else 0.0
+            H = None if H is None else np.zeros((w.size, w.size)) + H
         if party.n_ineq:
             if order >= 1:
                 c, J = party.c_value_jac(w)
@@ -37,16 +41,17 @@ class AugmentedTerm:
             val += (p @ p) / (2 * beta)
             if order >= 1 and p.any():
                 g = g + J.T @ p
-                if order >= 2:
+                if H is not None:
                     JA = J[p > 0]
-                    H += beta * (JA.T @ JA) + party.c_hess(w, p)
+                    Hc = party.c_hess(w, p)
+                    H = None if Hc is None else H + beta * (JA.T @ JA) + Hc
         if party.n_eq:
             r = self.nu + beta * party.h_value(w)
             val += (r @ r) / (2 * beta)
             if order >= 1:
                 J = party.h_jac(w)
                 g = g + J.T @ r
-                if order >= 2:
+                if H is not None:
                     H += beta * (J.T @ J)
         return val, (g if order >= 1 else None), H
 

@@ -1,4 +1,4 @@
-"""The federated optimizers of the other seeds (ALGORITHMS.md §7) under ``cf.solve``.
+"""The federated optimizers of the other seeds (docs/algorithms.md §7) under ``cf.solve``.
 
 Methods: FedAvg, FedAvgM and the adaptive FedAdagrad, FedYogi, FedAdam (seed ``003``,
 Reddi et al., ICLR 2021); FedCAda (seed ``001``, Zhou et al. 2024); FedMid, FedDualAvg and
@@ -9,15 +9,15 @@ proximal AL methods.
 **One round** (§7), shared by every method (:func:`_run`):
 
 1. the server samples ``round(C·n)`` clients S (at least one) uniformly without
-   replacement, with its own generator;
+   replacement;
 2. it broadcasts its state: the point the clients start from (the model; FedDualAvg's
    dual state z), plus FedCAda's moments m, v and FedDualAvg's prox weight offset;
-3. each client i ∈ S runs K local steps of its family's update (:func:`_sgd_client`,
-   :func:`_dual_client`, :func:`_adam_client`) with its own generator and uploads
-   Δᵢ = (local end point) − (start point); FedCAda also uploads its mᵢ, vᵢ;
+3. each client i ∈ S runs K local steps of its family's update (the handlers
+   ``sgd.train``, ``dual.train``, ``adam.train``) and uploads Δᵢ = (local end point) −
+   (start point); FedCAda also uploads its mᵢ, vᵢ;
 4. the server averages the uploads, Δ = mean_{i∈S} Δᵢ (uniformly: F is a plain sum), adds
-   its own share (below) and applies its family's update (:class:`_PrimalServer`,
-   :class:`_DualServer`, :class:`_CAdaServer`).
+   its own share (below) and applies its family's update (:class:`_Primal`,
+   :class:`_Dual`, :class:`_CAda`; their state is explicit data, :class:`BaselineState`).
 
 **Scaling.** Problem (5) is F = f₀ + Σᵢ fᵢ + P; the seeds write min (1/n) Σᵢ Fᵢ + ψ.  Here
 client i works on Fᵢ = n·fᵢ and ψ = P, so the average of the clients' gradients is
@@ -55,8 +55,13 @@ The last two are per-coordinate (a diagonal metric), where the prox is coordinat
 for a separable P (Zero, L1, SquaredL2, ElasticNet, Box, NonNegative); other regularizers
 raise ValueError for these methods.
 
-**Traffic** (8 bytes a float): per round and sampled client, the broadcast (d floats; FedCAda
-3d; FedDualAvg d + 1, z and the prox offset) and the upload (d floats; FedCAda 3d).
+**Messages** (:mod:`constrfl.federation.handlers`: ``sgd.train``, ``dual.train``,
+``adam.train``): per round and sampled client, the broadcast — the model (d floats;
+FedCAda x, m, v: 3d; FedDualAvg z) and 8 scalars: the client rate, K, the round, n, γ,
+the batch size, the seed and the client-prox flag (FedDualAvg: the prox offset instead;
+FedCAda: none, but β₁, β₂, ϵ and the correction) — and the upload (d floats; FedCAda
+3d), all counted (8 bytes a float).  Client sampling and minibatches are drawn
+from generators seeded by (seed, round) and (seed, client, round): no generator state.
 
 **Status.**  The seeds run a fixed number of rounds; so do these.  ``status`` is
 ``"optimal"`` only when the KKT residuals of the *original* problem at the returned model,
@@ -66,35 +71,32 @@ the model turns non-finite (the last finite one is returned).
 
 **History**: one dict per round (``round``, ``clients``, ``client_lr``, ``objective`` of (5),
 ``stationarity``, ``feasibility``, ``complementarity``, ``definition1``, ``rounds``,
-``bytes_up``, ``bytes_down``), measured by an observer of the simulation: not part of the
-protocol, not counted in the traffic, never used to steer the method.
+``bytes_up``, ``bytes_down``).  The objective and residuals come from an observer's
+``kkt.report`` message to every owner after the round: not part of the method, not
+counted in the traffic, never used to steer it (``observe=False`` skips it but for the
+final model).
 """
 from __future__ import annotations
 
 import numbers
 import time
-from functools import partial
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kkt import kkt as compute_kkt
-from ..result import Multipliers, SolveResult
-from .admm import Traffic
+from .. import status as st
+from ..control import checkpoint, interruptible, restore
+from ..errors import NonFiniteIterate, PartyError, SolveStop
+from ..federation import InProcessFederation
+from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
+from ..federation.messages import MessageType as M
+from ..result import KKT, Multipliers, SolveResult
 
-__all__ = ["solve_baseline", "CORRECTIONS"]
+__all__ = ["solve_baseline", "execute_baseline", "baseline_settings", "BaselineState"]
 
 ADAPTIVE = ("fedadagrad", "fedyogi", "fedadam")
 SERVER_RULES = {"fedavg": "sgd", "fedavgm": "momentum", "fedadagrad": "adagrad",
                 "fedyogi": "yogi", "fedadam": "adam", "fedmid": "sgd", "fedmid-osp": "sgd"}
-
-#: FedCAda's bias corrections (seed 001, options 1–4; "vanilla" is Adam's), of b = βᵗ.
-CORRECTIONS = {
-    "vanilla": lambda b: 1.0 - b,
-    "linear": lambda b: 1.0 + b,
-    "square": lambda b: 1.0 + b * b,
-    "sin": lambda b: 1.0 + np.sin(b),
-    "sqrt": lambda b: 1.0 + np.sqrt(b),
-}
 
 # Options that belong to some methods only: default and the methods they apply to.
 SPECIFIC = {
@@ -107,9 +109,24 @@ SPECIFIC = {
 }
 
 
+#: the options of :func:`solve_baseline` (all methods; some apply to a few, see SPECIFIC)
+BASELINE_OPTIONS = ("rounds", "local_steps", "epochs", "batch_size", "client_fraction",
+                    "client_lr", "client_lr_decay", "server_lr", "penalty", "penalty_weight",
+                    "momentum", "beta1", "beta2", "tau", "eps", "correction", "observe")
+
+
+@dataclass
+class BaselineState:
+    """The server's state of a baseline run (plain data; resumable)."""
+
+    round: int                 # rounds completed
+    server: dict               # the server optimizer's state (model, moments, ...)
+    history: list = field(default_factory=list)
+    local_steps: int = 0       # over all sampled clients
+
 
 def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, callback=None,
-                   rounds=100, local_steps=None, epochs=None, batch_size=None,
+                   deadline=None, resume=None, start=None, observe=True, rounds=100, local_steps=None, epochs=None, batch_size=None,
                    client_fraction=1.0, client_lr=0.01, client_lr_decay=1.0, server_lr=None,
                    penalty=None, penalty_weight=None, momentum=None, beta1=None, beta2=None,
                    tau=None, eps=None, correction=None):
@@ -118,9 +135,12 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
     Parameters (defaults in brackets)
     ---------------------------------
     problem, tol, w0, seed, verbose, callback : as for :func:`constrfl.solve`; ``tol`` only
-        decides ``status``; ``seed`` drives the server's client sampling and, through
-        ``SeedSequence(seed).spawn``, one generator per client for its minibatches;
+        decides ``status``; ``seed`` seeds the server's client sampling (with the round)
+        and the clients' minibatches (with the client's name and the round);
         ``callback(record)`` gets each round's history record plus ``w``.
+    deadline, resume, start : from :func:`constrfl.solve` (``max_time``, ``resume``).
+    observe : record the objective and KKT residuals of every round (an observer's
+        message, not counted) [True]; else only at the end.
     rounds : communication rounds R [100].
     local_steps : K local steps per round [10]; or ``epochs`` E with ``batch_size`` B:
         K = E·⌈N̄/B⌉, N̄ the mean number of rows of the clients' objectives (one K for all
@@ -138,7 +158,7 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
         m ← β₁m + (1−β₁)Δ;  v ← v + Δ² (Adagrad), v − (1−β₂)Δ² sign(v − Δ²) (Yogi),
         β₂v + (1−β₂)Δ² (Adam);  x ← x + η m/(√v + τ);  m₀ = 0, v₀ = τ².
     beta1, beta2, eps, correction : FedCAda's client Adam (001, Algorithm 2) [0.9, 0.99,
-        1e-8, ``"linear"``]; see :func:`_adam_client`.
+        1e-8, ``"linear"``]; see the ``adam.train`` handler.
 
     ``outer_iterations`` counts the rounds run, ``inner_iterations`` the local steps of
     all sampled clients together.
@@ -149,51 +169,81 @@ def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, call
     9 rounds (FedAvg, FedMid, FedDualAvg and the OSP variants), 17 (FedCAda), 36
     (FedAvgM), 75 (FedAdagrad, FedAdam) and 78 (FedYogi); the test allows 20–120.
     """
-    start = time.perf_counter()
-    cfg = _settings(problem, method, rounds=rounds, local_steps=local_steps, epochs=epochs,
-                    batch_size=batch_size, client_fraction=client_fraction,
-                    client_lr=client_lr, client_lr_decay=client_lr_decay,
-                    server_lr=server_lr, penalty=penalty, penalty_weight=penalty_weight,
-                    momentum=momentum, beta1=beta1, beta2=beta2, tau=tau, eps=eps,
-                    correction=correction)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
-    w0 = problem.start_point(w0, seed)
-    client_update, server = _family(method, problem.regularizer, w0, cfg)
-    streams = np.random.SeedSequence(seed).spawn(problem.n_clients + 1)
-    shares = [_Share(c, problem.n_clients, cfg["penalty_weight"], cfg["batch_size"],
-                     np.random.default_rng(s)) for c, s in zip(problem.clients, streams[1:])]
-    own = (None if problem.server.is_empty
-           else _Share(problem.server, 1.0, cfg["penalty_weight"], None, None))
+    options = dict(rounds=rounds, local_steps=local_steps, epochs=epochs,
+                   batch_size=batch_size, client_fraction=client_fraction,
+                   client_lr=client_lr, client_lr_decay=client_lr_decay, server_lr=server_lr,
+                   penalty=penalty, penalty_weight=penalty_weight, momentum=momentum,
+                   beta1=beta1, beta2=beta2, tau=tau, eps=eps, correction=correction,
+                   observe=observe)
+    snapshots = resume.state["parties"] if resume is not None else None
+    fed = InProcessFederation(problem, snapshots)
+    return execute_baseline(problem, method, tol, options, fed, w0=w0, seed=seed,
+                            resume=resume, verbose=verbose, callback=callback,
+                            deadline=deadline, start=start)
+
+
+def execute_baseline(problem, method, tol, options, fed, *, w0=None, seed=0, resume=None,
+                     verbose=False, callback=None, deadline=None, start=None):
+    """Run a baseline with ``options`` (those of :func:`solve_baseline`) over the
+    federation ``fed`` (any backend) and return its result; ``callback`` is already
+    checked (:func:`constrfl.control.checked_callback`)."""
+    cfg = baseline_settings(problem, method, **options)
+    start = time.perf_counter() if start is None else start
+    fed.deadline = deadline
+    family = _family(method, problem.regularizer, cfg)
+    if resume is not None:
+        s, previous_time = restore(fed, resume), resume.time
+    else:
+        s = BaselineState(round=0, server=family.init(problem.start_point(w0, seed)))
+        previous_time = 0.0
     report = _Report(verbose, method, problem, cfg["rounds"])
-    w, status, message, history, traffic, steps = _run(
-        problem, server, client_update, shares, own, cfg, np.random.default_rng(streams[0]),
-        report, callback)
-    mults = _penalty_multipliers(problem, w, cfg["penalty_weight"])
-    final = compute_kkt(problem, w, mults)
+    error = None
+    try:
+        with interruptible(fed):
+            status, message = _run(problem, family, s, cfg, seed, fed, report, callback)
+    except SolveStop as stop:
+        status, message = stop.status, str(stop)
+        error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
+    except KeyboardInterrupt:
+        status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
+    w = family.model(s.server)
+    last = s.history[-1] if s.history else {}
+    if "stationarity" not in last or last.get("round") != s.round:
+        try:                                     # observe the final model once
+            last = _observe(problem, fed, w, cfg["penalty_weight"])
+        except SolveStop as stop:
+            last = dict(_UNOBSERVED, multipliers=_zero_multipliers(problem))
+            if status == st.MAX_ITERATIONS:
+                status, message, error = stop.status, str(stop), stop
+    kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
+              last["definition1"], problem.regularizer.exact_dist)
+    mults = last["multipliers"]
     note = (" (multipliers estimated as penalty_weight·[c]₊, penalty_weight·h)"
             if cfg["penalty_weight"] else "")
-    if status == "max_iterations" and final.meets(*tol):
-        status = "optimal"
-        message = (f"KKT residuals of the original problem meet tol after {len(history)} "
+    if status == st.MAX_ITERATIONS and kkt.meets(*tol):
+        status = st.OPTIMAL
+        message = (f"KKT residuals of the original problem meet tol after {s.round} "
                    f"rounds{note}")
-    elif status == "max_iterations":
+    elif status == st.MAX_ITERATIONS:
         message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); KKT "
-                   "residuals of the original problem miss tol: "
-                   f"{'; '.join(final.failures(*tol))}{note}")
-    res = SolveResult(w=w, status=status, message=message, objective=problem.objective(w),
-                      multipliers=mults, kkt=final, method=method,
-                      outer_iterations=len(history), inner_iterations=steps,
-                      rounds=traffic.rounds, bytes_up=traffic.bytes_up,
-                      bytes_down=traffic.bytes_down, time=time.perf_counter() - start,
-                      history=history)
+                   f"residuals of the original problem miss tol: "
+                   f"{'; '.join(kkt.failures(*tol))}{note}")
+    res = SolveResult(w=w, status=status, message=message, objective=last["objective"],
+                      multipliers=mults, kkt=kkt, method=method, outer_iterations=s.round,
+                      inner_iterations=s.local_steps, rounds=fed.traffic.rounds,
+                      bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,
+                      time=previous_time + time.perf_counter() - start,
+                      history=[{k: v for k, v in h.items() if k != "multipliers"}
+                               for h in s.history],
+                      error=error, state=checkpoint(problem, fed, s),
+                      settings=dict(options, method=method))
     report.close(res)
     return res
 
 
 # -- options ----------------------------------------------------------------------------
 
-def _settings(problem, method, **given):
+def baseline_settings(problem, method, **given):
     """Validate the options; fill the method's defaults.  Returns a dict with ``K``."""
     for name, (default, methods) in SPECIFIC.items():
         if given[name] is None:
@@ -221,6 +271,8 @@ def _settings(problem, method, **given):
     for name in ("tau", "eps"):
         if cfg[name] is not None:
             cfg[name] = _real(name, cfg[name], 0, np.inf, closed_low=False)
+    if not isinstance(cfg["observe"], (bool, np.bool_)):
+        raise TypeError(f"observe must be True or False, got {cfg['observe']!r}")
     if cfg["correction"] is not None and cfg["correction"] not in CORRECTIONS:
         raise ValueError(f"correction must be one of {sorted(CORRECTIONS)}, "
                          f"got {cfg['correction']!r}")
@@ -288,82 +340,9 @@ def _penalty(problem, penalty, weight):
                  closed_low=False)
 
 
-# -- the owners' gradients ----------------------------------------------------------------
+# -- the server updates: configuration on the object, state explicit ------------------------
 
-class _Share:
-    """An owner's share of the penalized objective, ``scale·(f + γ/2(‖[c]₊‖² + ‖h‖²))``;
-    its gradient is evaluated by the owner itself, on its own (mini)batches."""
-
-    def __init__(self, party, scale, weight, batch_size, rng):
-        self.party, self.scale, self.weight = party, scale, weight
-        self.batch_size, self.rng = batch_size, rng
-
-    def grad(self, w):
-        p = self.party
-        g = p.f_minibatch_grad(w, self.rng, self.batch_size)
-        if self.weight and p.n_ineq:
-            c, J = p.c_value_jac(w)
-            g = g + self.weight * (J.T @ np.maximum(c, 0.0))
-        if self.weight and p.n_eq:
-            g = g + self.weight * (p.h_jac(w).T @ p.h_value(w))
-        return self.scale * g
-
-
-def _penalty_multipliers(problem, w, weight):
-    """μ = γ[c(w)]₊, ν = γh(w) per owner (zeros for γ = 0): the multipliers for which a
-    stationary point of the penalized objective is KKT-stationary for (5)."""
-    return {p.name: Multipliers(weight * np.maximum(p.c_value(w), 0.0), weight * p.h_value(w))
-            for p in problem.parties}
-
-
-# -- client updates: K local steps from the broadcast, return the upload --------------------
-
-def _sgd_client(share, down, steps, lr, t, P=None):
-    """FedAvg / FedOpt client (003, Alg. 1–2; 002, Alg. 1): K steps x ← x − η_c gₖ; with
-    ``P``, FedMid's client (002, Alg. 2): x ← prox_{η_c P}(x − η_c gₖ).  The OSP variants
-    and FedDualAvg-OSP (on the dual state z, with w = z) use it without ``P``.
-    Uploads Δᵢ = x_K − x₀."""
-    x = x0 = down["x"]
-    for _ in range(steps):
-        x = x - lr * share.grad(x)
-        if P is not None:
-            x = P.prox(x, lr)
-    return {"delta": x - x0}
-
-
-def _dual_client(share, down, steps, lr, t, P):
-    """FedDualAvg client (002, Alg. 3): from the server's dual state z and prox weight
-    offset A, for k = 0..K−1:  w = prox_{(A + η_c k)P}(z),  z ← z − η_c ∇Fᵢ(w).
-    (A = η_s η_c r K for constant rates, so A + η_c k is the seed's η̃_{r,k}.)
-    Uploads Δᵢ = z_K − z₀."""
-    z = z0 = down["x"]
-    for k in range(steps):
-        z = z - lr * share.grad(P.prox(z, down["offset"] + lr * k))
-    return {"delta": z - z0}
-
-
-def _adam_client(share, down, steps, lr, t, beta1, beta2, eps, correct):
-    """FedCAda client (001, Alg. 2): from the server's (x, m, v), for K steps
-
-        m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,  m̂ = m/c(β₁ᵗ),  v̂ = v/c(β₂ᵗ),
-        x ← x − η_c m̂/(√v̂ + ϵ),
-
-    t the round (1, 2, ...), c the correction: 1 − b (vanilla Adam), 1 + b (linear, the
-    paper's), 1 + b², 1 + sin b, 1 + √b.  Uploads Δᵢ = x_K − x₀ and its m, v."""
-    x = x0 = down["x"]
-    m, v = down["m"], down["v"]
-    c1, c2 = correct(beta1 ** t), correct(beta2 ** t)
-    for _ in range(steps):
-        g = share.grad(x)
-        m = beta1 * m + (1.0 - beta1) * g
-        v = beta2 * v + (1.0 - beta2) * g * g
-        x = x - lr * (m / c1) / (np.sqrt(v / c2) + eps)
-    return {"delta": x - x0, "m": m, "v": v}
-
-
-# -- server updates -------------------------------------------------------------------------
-
-class _PrimalServer:
+class _Primal:
     """Server of FedAvg, FedAvgM, FedAdagrad/Yogi/Adam (003) and FedMid(-OSP) (002):
     x ← prox_{tP}(x + step(Δ)), with ``rule`` (β = ``momentum``; see :func:`solve_baseline`)
 
@@ -371,150 +350,181 @@ class _PrimalServer:
         momentum: m ← βm + Δ, step = η_s m          gain η_s/(1 − β)
         adagrad, yogi, adam: m, v as in 003; step = η m/(√v + τ)     gain η/(√v + τ)
 
-    and t = gain·η_c·K (FedMid's server prox_{η_s η_c K ψ} for ``sgd``)."""
+    and t = gain·η_c·K (FedMid's server prox_{η_s η_c K ψ} for ``sgd``).  FedMid's
+    clients prox too (``client_prox``)."""
 
-    def __init__(self, w0, P, rule, lr, momentum=None, beta1=None, beta2=None, tau=None):
-        self.x, self.P, self.rule, self.lr = w0, P, rule, lr
+    message = M.SGD_TRAIN
+
+    def __init__(self, P, rule, lr, momentum=None, beta1=None, beta2=None, tau=None,
+                 client_prox=False):
+        self.P, self.rule, self.lr, self.client_prox = P, rule, lr, client_prox
         self.momentum, self.beta1, self.beta2, self.tau = momentum, beta1, beta2, tau
-        self.m = np.zeros_like(w0)
-        self.v = np.full_like(w0, tau ** 2 if tau is not None else 0.0)
 
-    @property
-    def model(self):
-        return self.x
+    def init(self, w0):
+        return {"x": w0, "m": np.zeros_like(w0),
+                "v": np.full_like(w0, self.tau ** 2 if self.tau is not None else 0.0)}
 
-    def broadcast(self):
-        return {"x": self.x}
+    def model(self, s):
+        return s["x"]
 
-    def update(self, avg, client_lr, steps, t):
-        step, gain = self._step(avg["delta"])
-        self.x = self.P.prox(self.x + step, gain * client_lr * steps)
+    def broadcast(self, s):
+        return {"x": s["x"], "prox": self.client_prox}
 
-    def _step(self, d):
+    def update(self, s, avg, client_lr, steps, t):
+        d, m, v = avg["delta"], s["m"], s["v"]
         if self.rule == "sgd":
-            return self.lr * d, self.lr
-        if self.rule == "momentum":
-            self.m = self.momentum * self.m + d
-            return self.lr * self.m, self.lr / (1.0 - self.momentum)
-        self.m = self.beta1 * self.m + (1.0 - self.beta1) * d
-        if self.rule == "adagrad":
-            self.v = self.v + d * d
-        elif self.rule == "yogi":
-            self.v = self.v - (1.0 - self.beta2) * d * d * np.sign(self.v - d * d)
+            step, gain = self.lr * d, self.lr
+        elif self.rule == "momentum":
+            m = self.momentum * m + d
+            step, gain = self.lr * m, self.lr / (1.0 - self.momentum)
         else:
-            self.v = self.beta2 * self.v + (1.0 - self.beta2) * d * d
-        gain = self.lr / (np.sqrt(self.v) + self.tau)
-        return gain * self.m, gain
+            m = self.beta1 * m + (1.0 - self.beta1) * d
+            if self.rule == "adagrad":
+                v = v + d * d
+            elif self.rule == "yogi":
+                v = v - (1.0 - self.beta2) * d * d * np.sign(v - d * d)
+            else:
+                v = self.beta2 * v + (1.0 - self.beta2) * d * d
+            gain = self.lr / (np.sqrt(v) + self.tau)
+            step = gain * m
+        return {"x": self.P.prox(s["x"] + step, gain * client_lr * steps), "m": m, "v": v}
 
 
-class _DualServer:
+class _Dual:
     """FedDualAvg(-OSP) server (002, Alg. 3): z ← z + η_s Δ, A ← A + η_s η_c K, model
     w = prox_{A P}(z) (A₀ = 0, z₀ = w₀).  Broadcasts z, and A when the clients prox."""
 
-    def __init__(self, w0, P, lr, send_offset):
-        self.z = self.w = w0
+    def __init__(self, P, lr, send_offset):
         self.P, self.lr, self.send_offset = P, lr, send_offset
-        self.offset = 0.0
+        self.message = M.DUAL_TRAIN if send_offset else M.SGD_TRAIN
 
-    @property
-    def model(self):
-        return self.w
+    def init(self, w0):
+        return {"z": w0, "w": w0, "offset": 0.0}
 
-    def broadcast(self):
-        return {"x": self.z, "offset": self.offset} if self.send_offset else {"x": self.z}
+    def model(self, s):
+        return s["w"]
 
-    def update(self, avg, client_lr, steps, t):
-        self.z = self.z + self.lr * avg["delta"]
-        self.offset += self.lr * client_lr * steps
-        self.w = self.P.prox(self.z, self.offset)
+    def broadcast(self, s):
+        return ({"x": s["z"], "offset": s["offset"]} if self.send_offset
+                else {"x": s["z"], "prox": False})
+
+    def update(self, s, avg, client_lr, steps, t):
+        z = s["z"] + self.lr * avg["delta"]
+        offset = s["offset"] + self.lr * client_lr * steps
+        return {"z": z, "w": self.P.prox(z, offset), "offset": offset}
 
 
-class _CAdaServer:
+class _CAda:
     """FedCAda server (001, Alg. 2): x ← prox_{tP}(x + η_s Δ), m ← mean mᵢ, v ← mean vᵢ
     (m₀ = v₀ = 0), with t = η_s η_c K/(√v̂ + ϵ), v̂ = v/c(β₂ᵗ) the clients' metric."""
 
-    def __init__(self, w0, P, lr, beta2, eps, correct):
-        self.x, self.P, self.lr = w0, P, lr
-        self.beta2, self.eps, self.correct = beta2, eps, correct
-        self.m, self.v = np.zeros_like(w0), np.zeros_like(w0)
+    message = M.ADAM_TRAIN
 
-    @property
-    def model(self):
-        return self.x
+    def __init__(self, P, lr, beta1, beta2, eps, correction):
+        self.P, self.lr, self.beta2, self.eps = P, lr, beta2, eps
+        self.correct = CORRECTIONS[correction]
+        self.client = {"beta1": beta1, "beta2": beta2, "eps": eps,
+                       "correction": CORRECTION_NAMES.index(correction)}
 
-    def broadcast(self):
-        return {"x": self.x, "m": self.m, "v": self.v}
+    def init(self, w0):
+        return {"x": w0, "m": np.zeros_like(w0), "v": np.zeros_like(w0)}
 
-    def update(self, avg, client_lr, steps, t):
-        self.m, self.v = avg["m"], avg["v"]
-        gain = self.lr / (np.sqrt(self.v / self.correct(self.beta2 ** t)) + self.eps)
-        self.x = self.P.prox(self.x + self.lr * avg["delta"], gain * client_lr * steps)
+    def model(self, s):
+        return s["x"]
+
+    def broadcast(self, s):
+        return {"x": s["x"], "m": s["m"], "v": s["v"], **self.client}
+
+    def update(self, s, avg, client_lr, steps, t):
+        gain = self.lr / (np.sqrt(avg["v"] / self.correct(self.beta2 ** t)) + self.eps)
+        return {"x": self.P.prox(s["x"] + self.lr * avg["delta"], gain * client_lr * steps),
+                "m": avg["m"], "v": avg["v"]}
 
 
-def _family(method, P, w0, cfg):
-    """The client update and the server of ``method``."""
+def _family(method, P, cfg):
+    """The server update of ``method`` (which also names the clients' message)."""
     lr = cfg["server_lr"]
     if method in SERVER_RULES:
-        client = partial(_sgd_client, P=P if method == "fedmid" else None)
-        return client, _PrimalServer(w0, P, SERVER_RULES[method], lr, cfg["momentum"],
-                                     cfg["beta1"], cfg["beta2"], cfg["tau"])
-    if method == "feddualavg":
-        return partial(_dual_client, P=P), _DualServer(w0, P, lr, send_offset=True)
-    if method == "feddualavg-osp":
-        return _sgd_client, _DualServer(w0, P, lr, send_offset=False)
+        return _Primal(P, SERVER_RULES[method], lr, cfg["momentum"], cfg["beta1"],
+                       cfg["beta2"], cfg["tau"], client_prox=method == "fedmid")
+    if method in ("feddualavg", "feddualavg-osp"):
+        return _Dual(P, lr, send_offset=method == "feddualavg")
     if method == "fedcada":
-        correct = CORRECTIONS[cfg["correction"]]
-        client = partial(_adam_client, beta1=cfg["beta1"], beta2=cfg["beta2"],
-                         eps=cfg["eps"], correct=correct)
-        return client, _CAdaServer(w0, P, lr, cfg["beta2"], cfg["eps"], correct)
+        return _CAda(P, lr, cfg["beta1"], cfg["beta2"], cfg["eps"], cfg["correction"])
     raise ValueError(f"unknown baseline method {method!r}")
 
 
 # -- the round skeleton ---------------------------------------------------------------------
 
-def _run(problem, server, client_update, shares, own, cfg, sampler, report, callback):
-    """R rounds of §7 (see the module docstring).  Returns ``(w, status, message, history,
-    traffic, local_steps)``; ``status`` is ``"max_iterations"`` or ``"numerical_error"``."""
-    n, K = len(shares), cfg["K"]
+def _run(problem, family, s, cfg, seed, fed, report, callback):
+    """Rounds of §7 from ``s`` (updated after each round).  Returns ``(status,
+    message)``: ``"max_iterations"`` (the rounds ran); other ways out raise."""
+    n, K = len(fed.clients), cfg["K"]
     m = max(1, int(round(cfg["client_fraction"] * n)))
-    traffic, history, steps = Traffic(), [], 0
-    w = server.model
-    for r in range(cfg["rounds"]):
+    fixed = {"n_clients": n, "penalty_weight": cfg["penalty_weight"],
+             "batch_size": cfg["batch_size"] or 0, "seed": seed, "steps": K}
+    while s.round < cfg["rounds"]:
+        r = s.round
         lr = cfg["client_lr"] * cfg["client_lr_decay"] ** r
-        sampled = np.sort(sampler.choice(n, size=m, replace=False))
-        down = server.broadcast()
+        picked = np.sort(np.random.default_rng([seed, r]).choice(n, size=m, replace=False))
+        to = [fed.clients[i] for i in picked]
+        payload = {**family.broadcast(s.server), **fixed, "lr": lr, "round": r + 1}
+        ups = list(fed.broadcast(family.message, payload, to=to).values())
         with np.errstate(all="ignore"):
-            ups = [client_update(shares[i], down, K, lr, r + 1) for i in sampled]
-            traffic.exchange(m, _floats(down), _floats(ups[0]))
-            steps += m * K
             avg = {key: np.mean([u[key] for u in ups], axis=0) for key in ups[0]}
-            if own is not None:
-                avg["delta"] = avg["delta"] - lr * K * own.grad(server.model)
-            server.update(avg, lr, K, r + 1)
-        if not np.all(np.isfinite(server.model)):
-            return (w, "numerical_error", f"non-finite model in round {r + 1}; returning "
-                    "the last finite one", history, traffic, steps)
-        w = server.model
-        rec = _observe(problem, w, cfg["penalty_weight"])
-        rec.update(round=r + 1, clients=m, client_lr=lr, rounds=traffic.rounds,
-                   bytes_up=traffic.bytes_up, bytes_down=traffic.bytes_down)
-        history.append(rec)
+            w = family.model(s.server)
+            if not problem.server.is_empty:       # the server's own share, linearized at w
+                avg["delta"] = avg["delta"] - lr * K * _own_grad(problem.server, w, cfg)
+            server = family.update(s.server, avg, lr, K, r + 1)
+        if not np.all(np.isfinite(family.model(server))):
+            raise NonFiniteIterate(f"non-finite model in round {r + 1}; returning the "
+                                   "last finite one")
+        rec = dict(round=r + 1, clients=m, client_lr=lr, rounds=fed.traffic.rounds,
+                   bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
+        if cfg["observe"]:           # before the round is kept: a model whose objective
+            rec.update(_observe(problem, fed, family.model(server),       # is not finite
+                                cfg["penalty_weight"]))                    # is not kept
+        s.server, s.round, s.local_steps = server, r + 1, s.local_steps + m * K
+        s.history.append(rec)
         report(rec)
-        if callback is not None:
-            callback(dict(rec, w=w.copy()))
-    return w, "max_iterations", "", history, traffic, steps
+        if callback is not None and callback(dict(rec, w=family.model(server).copy())):
+            raise SolveStop(f"the callback asked to stop after round {r + 1}")
+    return st.MAX_ITERATIONS, ""
 
 
-def _floats(message):
-    return int(sum(np.size(v) for v in message.values()))
+def _own_grad(server, w, cfg):
+    """The server's own share ∇(f₀ + γ/2(‖[c₀]₊‖² + ‖h₀‖²)) at w (its own functions)."""
+    try:
+        return penalized_grad(server, w, 1.0, cfg["penalty_weight"])
+    except PartyError as err:
+        raise err.named("server") from err.__cause__
 
 
-def _observe(problem, w, weight):
-    """The observer's record at the model: objective of (5) and KKT residuals of §2."""
-    k = compute_kkt(problem, w, _penalty_multipliers(problem, w, weight))
-    return dict(objective=problem.objective(w), stationarity=k.stationarity,
-                feasibility=k.feasibility, complementarity=k.complementarity,
-                definition1=k.definition1)
+_UNOBSERVED = dict(objective=np.nan, stationarity=np.nan, feasibility=np.nan,
+                   complementarity=np.nan, definition1=np.nan)
+
+
+def _zero_multipliers(problem):
+    return {p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq)) for p in problem.parties}
+
+
+def _observe(problem, fed, w, weight):
+    """The observer's record at the model: objective of (5), KKT residuals of §2 (with
+    the penalty multipliers) and those multipliers, from a ``kkt.report`` round that
+    is not counted."""
+    replies = fed.broadcast(M.KKT_REPORT, {"w": w, "penalty_weight": weight},
+                            include_server=True, counted=False)
+    owners = sorted(replies, key=lambda n: n != "server")     # cf.kkt's order
+    g = sum(replies[o]["lagrangian_grad"] for o in owners)
+    mults = _zero_multipliers(problem)
+    mults.update({o: Multipliers(replies[o]["mu"], replies[o]["nu"]) for o in owners})
+    return dict(objective=sum(replies[o]["objective"] for o in owners)
+                + problem.regularizer.value(w),
+                stationarity=float(problem.regularizer.dist(w, g)),
+                feasibility=max(replies[o]["feasibility"] for o in owners),
+                complementarity=max(replies[o]["complementarity"] for o in owners),
+                definition1=max(replies[o]["definition1"] for o in owners),
+                multipliers=mults)
 
 
 class _Report:
@@ -532,7 +542,8 @@ class _Report:
     def __call__(self, r):
         if self.on and (r["round"] % self.every == 0 or r["round"] in (1, self.last)):
             print(f"{r['round']:6d} {r['clients']:8d} {r['client_lr']:10.3e} "
-                  f"{r['stationarity']:12.3e} {r['feasibility']:11.3e} {r['objective']:15.8e}")
+                  f"{r.get('stationarity', np.nan):12.3e} {r.get('feasibility', np.nan):11.3e} "
+                  f"{r.get('objective', np.nan):15.8e}")
 
     def close(self, res):
         if self.on:

@@ -1,10 +1,10 @@
-"""Subproblem solvers for smooth, strongly convex functions and composite ones.
+"""Local solvers and the pieces of (proximal) Newton steps.
 
-* :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search; L-BFGS
-  (scipy) when no Hessian is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.
-* :func:`minimize_composite`: proximal Newton for ``f + P`` with the scaled prox
-  subproblem solved by ADMM on the quadratic model; stops when
-  ``dist∞(0, ∇f(x) + ∂P(x)) ≤ tol`` (computed exactly by ``P.dist``).
+* :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search for a smooth,
+  strongly convex function; L-BFGS (scipy) when no Hessian is available.  Stops when
+  ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler.
+* :func:`newton_direction`, :func:`accept_step`, :func:`prox_newton_point`: the steps of
+  the server's proximal Newton method (:mod:`.newton`).
 
 Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
 """
@@ -15,8 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from ..prox import SquaredL2, Zero
-from .augmented import plus_quadratic
 
 ARMIJO = 1e-4
 
@@ -29,7 +27,7 @@ class LocalResult:
     converged: bool
 
 
-def _newton_direction(H, g):
+def newton_direction(H, g):
     """Solve ``H d = −g`` for a symmetric H ⪰ 0, regularizing if H is singular."""
     try:
         return np.linalg.solve(H, -g)
@@ -39,7 +37,7 @@ def _newton_direction(H, g):
         return -V @ ((V.T @ g) / lam)
 
 
-def _accept(f_new, f, slope, t, r_new, r):
+def accept_step(f_new, f, slope, t, r_new, r):
     """Armijo decrease, or (near the solution, where f stalls at rounding level) a
     halving of the stationarity residual without an increase of f."""
     if not np.isfinite(f_new):
@@ -59,7 +57,7 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
     for it in range(max_iter):
         if r <= tol:
             return LocalResult(x, it, r, True)
-        d = _newton_direction(H, g)
+        d = newton_direction(H, g)
         slope = float(g @ d)
         if not slope < 0:
             d, slope = -g, -float(g @ g)
@@ -68,7 +66,7 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
             x_new = x + t * d
             f_new, g_new, _ = fun(x_new, 1)
             r_new = float(np.max(np.abs(g_new))) if np.all(np.isfinite(g_new)) else None
-            if _accept(f_new, f, slope, t, r_new, r):
+            if accept_step(f_new, f, slope, t, r_new, r):
                 break
             t *= 0.5
             if t < 1e-12:
@@ -89,46 +87,7 @@ def _lbfgs(fun, x0, tol, max_iter):
     return LocalResult(res.x, int(res.nit), r, r <= tol)
 
 
-def minimize_composite(fun, P, x0, tol, max_iter=100):
-    """Minimize ``fun + P`` (fun smooth, strongly convex; P prox-friendly) until
-    ``dist∞(0, ∇fun(x) + ∂P(x)) ≤ tol``."""
-    if isinstance(P, Zero):
-        return minimize_smooth(fun, x0, tol, max_iter)
-    if isinstance(P, SquaredL2):          # smooth: Newton on fun + lam/2‖·‖² directly
-        return minimize_smooth(plus_quadratic(fun, P.lam, 0.0), x0, tol, max_iter)
-    x = P.prox(np.asarray(x0, dtype=np.float64), 0.0)     # into dom P
-    f, g, H = fun(x, 2)
-    if H is None:
-        raise ValueError("the composite solver needs Hessians; use regularizer "
-                         "Zero or functions with Hessians")
-    F = f + P.value(x)
-    r = P.dist(x, g)
-    for it in range(max_iter):
-        if r <= tol:
-            return LocalResult(x, it, r, True)
-        z = _prox_newton_point(x, g, H, P, min(0.1 * tol, 0.1 * r * min(1.0, r)))
-        d = z - x
-        slope = float(g @ d) + P.value(z) - P.value(x)
-        t = 1.0
-        while True:
-            x_new = z if t == 1.0 else x + t * d
-            f_new, g_new, _ = fun(x_new, 1)
-            F_new = f_new + P.value(x_new)
-            r_new = P.dist(x_new, g_new) if np.all(np.isfinite(g_new)) else None
-            if _accept(F_new, F, min(slope, 0.0), t, r_new, r):
-                break
-            t *= 0.5
-            if t < 1e-12:
-                return LocalResult(x, it, r, False)
-        x, F, g = x_new, F_new, g_new
-        r = P.dist(x, g)
-        if r <= tol:                         # no Hessian needed at the last point
-            return LocalResult(x, it + 1, r, True)
-        H = fun(x, 2)[2]
-    return LocalResult(x, max_iter, r, r <= tol)
-
-
-def _prox_newton_point(x, g, H, P, tol, max_iter=20000):
+def prox_newton_point(x, g, H, P, tol, max_iter=20000):
     """``argmin_z gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)`` by ADMM on the splitting y = z:
     y-step solves (H + σI)y = Hx − g + σ(z − q) (eigendecomposition of H, done once),
     z-step is ``prox_{P/σ}``.  σ = √(λmin λmax) balances the model's conditioning.

@@ -1,218 +1,137 @@
 """Algorithm 1 (federated proximal AL) and Algorithm 3 (cProx-AL): one outer loop.
 
-Outer step k (ALGORITHMS.md §3): find w^{k+1} with dist∞(0, ∂Ψ_k(w^{k+1})) ≤ τ_k (10),
-update each owner's multipliers (step 3), and stop when the KKT residuals of §2,
-recomputed at (w^{k+1}, μ^{k+1}, ν^{k+1}), meet (ε₁, ε₂).  By Theorem 3 the paper's rule
-(11) implies that, so this stops no later than (11) does; both are recorded.
+Outer step k (docs/algorithms.md §3): find w^{k+1} with dist∞(0, ∂Ψ_k(w^{k+1})) ≤ τ_k
+(10) with the inner solver, then one round in which every owner takes the multiplier
+step 3 on its own multipliers and reports its share of the KKT residuals of §2 at
+(w^{k+1}, μ^{k+1}, ν^{k+1}); that round also starts the next subproblem (its first
+message rides on it).  Stop when the residuals meet (ε₁, ε₂) — by Theorem 3 the paper's
+rule (11) implies that, so this stops no later than (11); both are recorded.
 
-The methods differ only in the subproblem solver: ``fedproxal`` runs Algorithm 2
-(:mod:`.admm`) over the clients, or a federated proximal Newton method
-(``inner="newton"``); ``cproxal`` minimizes the pooled Ψ_k directly
-(:func:`.local.minimize_composite`).
+The methods differ only in the inner solver: Algorithm 2 (:class:`.admm.ADMM`) or the
+proximal Newton method (:class:`.newton.Newton`, over the federation for
+``inner="newton"``, over a pooled, uncounted one for ``cproxal``).  The server's state
+between rounds is :class:`OuterState` (plain data): a solve interrupted at any round
+resumes from it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from ..kkt import party_residuals
+from .. import status as st
+from ..errors import NonFiniteIterate, SolveStop
+from ..federation.messages import MessageType as M
 from ..result import KKT, Multipliers
-from .admm import Node, Traffic, admm
-from .augmented import AugmentedTerm, plus_quadratic, pooled
-from .local import minimize_composite
+from .infeasibility import stalled, violation_check
+
+__all__ = ["OuterState", "proximal_al", "tau_schedule"]
 
 
-class FederatedSubsolver:
-    """Ψ_k by Algorithm 2; the server talks to the clients' :class:`Node` s only."""
+@dataclass
+class OuterState:
+    """The server's state of a proximal AL solve (plain data; resumable)."""
 
-    communicates = True
-
-    def __init__(self, problem, rhos, q, max_inner, local_max_iter, adaptive_rho=True,
-                 local_solver="newton"):
-        self.problem, self.q, self.max_inner = problem, q, max_inner
-        self.adaptive_rho = adaptive_rho
-        self.clients = [Node(c, r, local_max_iter, local_solver)
-                        for c, r in zip(problem.clients, rhos)]
-        server = problem.server
-        self.server = (None if server.is_empty
-                       else Node(server, float(np.mean(rhos)), local_max_iter, local_solver))
-        self.traffic = Traffic()
-        self.n, self.d = problem.n_clients, problem.dim
-
-    @property
-    def nodes(self):
-        return self.clients + ([self.server] if self.server is not None else [])
-
-    def subproblem(self, wk, beta, tau):
-        gamma = 1.0 / ((self.n + 1) * beta)
-        cold = self.traffic.rounds == 0
-        v = [c.begin(wk, beta, gamma, cold) for c in self.clients]
-        if self.server is not None:
-            v.append(self.server.begin(wk, beta, 0.0, cold))      # γ-share in the w-step
-        if cold:
-            self.traffic.exchange(self.n, self.d, self.d)    # w⁰ down, first uploads up
-        else:
-            self.traffic.add_upload(self.n, self.d)          # rides on the last round
-        w, iters, ok, _ = admm(self.clients, self.server, wk, v, gamma,
-                               self.problem.regularizer, tau, self.traffic,
-                               q=self.q, max_iter=self.max_inner,
-                               adaptive_rho=self.adaptive_rho)
-        return w, iters, ok
-
-    def finish(self, w):
-        return _finish(self.nodes, self.problem, w, self.traffic)
-
-    def multipliers(self):
-        return _multipliers(self.problem, self.nodes)
+    k: int                     # outer iterations completed
+    w: np.ndarray              # wᵏ
+    beta: float
+    multipliers: dict          # {owner: Multipliers}: the last ones each owner reported
+    history: list = field(default_factory=list)
+    inner_iterations: int = 0  # over all subproblems
+    inner: object = None       # the running subproblem's state (None: not started)
+    last_check: int = 0        # outer iteration of the last infeasibility check
 
 
-class NewtonSubsolver:
-    """Ψ_k by proximal Newton on Σᵢ ALᵢ + 1/(2β)‖w − wᵏ‖² + P.
-
-    Pooled (cProx-AL, Algorithm 3: no communication), or federated (``inner="newton"``):
-    the server holds w and P; every evaluation is one round in which it broadcasts the
-    trial point and each client uploads its ALᵢ value (line search), plus gradient and
-    Hessian (the upper triangle, d(d+1)/2 floats) when the step needs them.  The
-    server's own AL₀ is evaluated at the server.  The stop test dist∞(0, ∂Ψ_k(w)) ≤ τ_k
-    is computed exactly from the aggregated gradient.
-    """
-
-    def __init__(self, problem, max_iter, federated=False):
-        self.problem, self.max_iter = problem, max_iter
-        self.communicates = federated
-        self.nodes = [_Owner(p) for p in problem.parties if not p.is_empty]
-        self.traffic = Traffic()
-
-    def subproblem(self, wk, beta, tau):
-        for o in self.nodes:
-            o.term = AugmentedTerm(o.party, beta, o.mu, o.nu)
-        total = pooled([o.term for o in self.nodes])
-        if self.communicates:
-            total = self._counted(total)
-        psi = plus_quadratic(total, 1.0 / beta, wk)
-        res = minimize_composite(psi, self.problem.regularizer, wk, tau, self.max_iter)
-        return res.x, res.iterations, res.converged
-
-    def _counted(self, total):
-        n, d = self.problem.n_clients, self.problem.dim
-
-        def evaluate(w, order=2):
-            up = 1 + (d if order >= 1 else 0) + (d * (d + 1) // 2 if order >= 2 else 0)
-            self.traffic.exchange(n, d, up)
-            return total(w, order)
-        return evaluate
-
-    def finish(self, w):
-        return _finish(self.nodes, self.problem, w, self.traffic if self.communicates else None)
-
-    def multipliers(self):
-        return _multipliers(self.problem, self.nodes)
+def tau_schedule(k, s_bar, tau_decay, eps1):
+    """τ_k = s̄/(k+1)² (the paper's, ``tau_decay=None``) or s̄·rᵏ, never below ε₁/10 (a
+    smaller τ_k cannot help the stop test)."""
+    tau = s_bar / (k + 1) ** 2 if tau_decay is None else s_bar * tau_decay ** k
+    return max(tau, eps1 / 10)
 
 
-class _Owner:
-    """A party's multipliers and current AL term (no ADMM state needed)."""
+def _start(fed, inner, k, w, beta, tau, update):
+    """One round: ``al.update`` (with ``update``) or ``al.begin``, plus the inner
+    solver's first message for subproblem k, centred at ``w``."""
+    payload, per_client = inner.start_message(k, beta)
+    kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
+    replies = fed.broadcast(kind, {"w": w, "beta": beta, **payload},
+                            per_client=per_client, include_server=True)
+    return replies, inner.begin(replies, w, tau, beta)
 
-    def __init__(self, party):
-        self.party = party
-        self.mu, self.nu = np.zeros(party.n_ineq), np.zeros(party.n_eq)
 
-    finish = Node.finish
-
-
-def _finish(nodes, problem, w, traffic=None):
-    """Every owner updates its multipliers and reports its KKT share at (w, μ⁺, ν⁺).
-    Federated, this is one round: w^{k+1} down; Δμ, Δν, the Lagrangian-gradient share
-    and 3 residuals up."""
-    if traffic is not None:
-        traffic.exchange(problem.n_clients, problem.dim, problem.dim + 5)
-    dmu = dnu = 0.0
-    g = np.zeros(problem.dim)
-    feas = compl = def1 = 0.0
-    for node in nodes:
-        a, b = node.finish(w)
-        dmu, dnu = max(dmu, a), max(dnu, b)
-        gp, fp, cp_, dp = party_residuals(node.party, w, Multipliers(node.mu, node.nu))
-        g += gp
-        feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
-    kkt = KKT(float(problem.regularizer.dist(w, g)), feas, compl, def1,
+def _kkt_round(problem, w, replies, previous):
+    """The KKT residuals of §2 from the owners' shares (summed in
+    :func:`constrfl.kkt`'s order, server first), their multipliers, the largest
+    multiplier change (for rule (11)) and the objective F(w) = Σᵢ fᵢ(w) + P(w)."""
+    owners = sorted(replies, key=lambda n: n != "server")
+    g = sum(replies[n]["lagrangian_grad"] for n in owners)
+    mults = {name: Multipliers(r["mu"], r["nu"]) for name, r in replies.items()}
+    zero = Multipliers(0.0, 0.0)             # before the first report: μ⁰ = 0, ν⁰ = 0
+    step = max((float(np.max(np.abs(np.concatenate([m.ineq - previous.get(n, zero).ineq,
+                                                     m.eq - previous.get(n, zero).eq])),
+                             initial=0.0)) for n, m in mults.items()), default=0.0)
+    kkt = KKT(float(problem.regularizer.dist(w, g)),
+              max(r["feasibility"] for r in replies.values()),
+              max(r["complementarity"] for r in replies.values()),
+              max(r["definition1"] for r in replies.values()),
               problem.regularizer.exact_dist)
-    return dmu, dnu, kkt
+    objective = sum(replies[n]["objective"] for n in owners) + problem.regularizer.value(w)
+    return kkt, mults, step, objective
 
 
-def _multipliers(problem, nodes):
-    held = {n.party.name: Multipliers(n.mu.copy(), n.nu.copy()) for n in nodes}
-    return {p.name: held.get(p.name, Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq)))
-            for p in problem.parties}
+def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, report,
+                callback):
+    """Run outer iterations from the state ``s`` (updated in place, round by round).
 
-
-def proximal_al(problem, sub, w0, eps1, eps2, beta, s_bar, tau_decay, max_outer,
-                report, callback):
-    """The outer loop of Algorithms 1 and 3.
-
-    τ_k = s̄/(k+1)² (the paper's schedule, ``tau_decay=None``) or s̄·rᵏ (``tau_decay=r``),
-    never below ε₁/10 (a smaller τ_k cannot help the stop test).  Returns
-    ``(w, status, message, history, outer, inner)``; ``status`` is ``"optimal"``,
-    ``"max_iterations"``, ``"numerical_error"`` (the last finite iterate is kept) or
-    ``"infeasible"`` (see :func:`_looks_infeasible`).
+    Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"`` or
+    ``"infeasible"``; other ways out raise :class:`~constrfl.errors.SolveStop`.
     """
-    w = w0
-    history = []
-    inner_total = 0
-    for k in range(max_outer):
-        tau = s_bar / (k + 1) ** 2 if tau_decay is None else s_bar * tau_decay ** k
-        tau = max(tau, eps1 / 10)
-        with np.errstate(all="ignore"):
-            w_new, inner, converged = sub.subproblem(w, beta, tau)
-            inner_total += inner
-            if not np.all(np.isfinite(w_new)):
-                return (w, "numerical_error",
-                        f"non-finite iterate in outer iteration {k}; returning the last "
-                        "finite one", history, k, inner_total)
-            state_before = sub.multipliers()
-            dmu, dnu, kkt_k = sub.finish(w_new)
-        dw = float(np.max(np.abs(w_new - w)))
-        if not all(np.isfinite([dmu, dnu, kkt_k.stationarity, kkt_k.definition1])):
-            return (w, "numerical_error", f"non-finite multipliers or residuals in outer "
-                    f"iteration {k}; returning the last finite iterate", history, k,
-                    inner_total)
-        rule11 = dw + beta * tau <= beta * eps1 and max(dmu, dnu) <= beta * eps2
-        rec = dict(k=k, tau=tau, inner_iterations=inner, inner_converged=converged,
-                   step=dw, multiplier_step=max(dmu, dnu), rule11=rule11,
-                   stationarity=kkt_k.stationarity, feasibility=kkt_k.feasibility,
-                   complementarity=kkt_k.complementarity, definition1=kkt_k.definition1,
-                   objective=problem.objective(w_new), rounds=sub.traffic.rounds,
-                   mu_norm=_max_norm(sub.multipliers()))
-        history.append(rec)
+    eps1, eps2 = eps
+    while s.k < max_outer:
+        k, w_prev, mults_prev = s.k, s.w, s.multipliers
+        if s.inner is None:
+            _, s.inner = _start(fed, inner, k, w_prev, s.beta,
+                                tau_schedule(k, s_bar, tau_decay, eps1), update=False)
+        w_new, converged = inner.run(fed, s.inner, s.beta)
+        if not np.all(np.isfinite(w_new)):
+            raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
+        tau, iterations = s.inner.tau, s.inner.iterations
+        replies, following = _start(fed, inner, k + 1, w_new, s.beta,
+                                    tau_schedule(k + 1, s_bar, tau_decay, eps1), update=True)
+        kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
+        s.w, s.k, s.multipliers, s.inner = w_new, k + 1, mults, following
+        s.inner_iterations += iterations
+        dw = float(np.max(np.abs(w_new - w_prev)))
+        rec = dict(k=k, tau=tau, beta=s.beta, inner_iterations=iterations,
+                   inner_converged=converged, step=dw, multiplier_step=mstep,
+                   rule11=dw + s.beta * tau <= s.beta * eps1 and mstep <= s.beta * eps2,
+                   stationarity=kkt.stationarity, feasibility=kkt.feasibility,
+                   complementarity=kkt.complementarity, definition1=kkt.definition1,
+                   objective=objective, rounds=fed.traffic.rounds,
+                   bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
+        if not np.isfinite([kkt.stationarity, kkt.definition1, rec["objective"]]).all():
+            raise NonFiniteIterate(f"non-finite residuals or objective in outer "
+                                   f"iteration {k}")
+        s.history.append(rec)
         report(rec)
-        if callback is not None:
-            callback(dict(rec, w=w_new.copy(), w_prev=w.copy(), beta=beta,
-                          multipliers_prev=state_before, multipliers=sub.multipliers()))
-        w = w_new
-        if kkt_k.meets(eps1, eps2):
-            return w, "optimal", f"KKT residuals meet tol after {k + 1} outer iterations " \
-                f"({'with' if rule11 else 'before'} the stop rule (11))", history, k + 1, \
-                inner_total
-        if _looks_infeasible(history, beta, eps2):
-            return (w, "infeasible", "constraint violation stalls while the multipliers "
-                    "grow without bound", history, k + 1, inner_total)
-    failed = "; ".join(kkt_k.failures(eps1, eps2))
-    return (w, "max_iterations", f"reached max_outer={max_outer} with {failed}", history,
-            max_outer, inner_total)
+        stop = callback is not None and callback(dict(
+            rec, w=w_new.copy(), w_prev=w_prev.copy(), multipliers_prev=mults_prev,
+            multipliers=s.multipliers))
+        if kkt.meets(eps1, eps2):
+            return st.OPTIMAL, (f"KKT residuals meet tol after {s.k} outer iterations "
+                                f"({'with' if rec['rule11'] else 'before'} the stop rule (11))")
+        if stop:
+            raise SolveStop(f"the callback asked to stop after outer iteration {k}")
+        if stalled(s.history, s.last_check, eps2):
+            verdict = violation_check(problem, fed, s, eps2)
+            if verdict is not None:
+                return st.INFEASIBLE, verdict
+    last = s.history[-1] if s.history else None
+    failed = ("; ".join(_record_kkt(last).failures(eps1, eps2)) if last
+              else "no outer iteration run")
+    return st.MAX_ITERATIONS, f"reached max_outer={max_outer} with {failed}"
 
 
-def _max_norm(mults):
-    return max((float(np.max(np.abs(np.concatenate([m.ineq, m.eq])), initial=0.0))
-                for m in mults.values()), default=0.0)
-
-
-def _looks_infeasible(history, beta, eps2, patience=10):
-    """Infeasibility heuristic: over the last ``patience`` outer iterations the violation
-    stayed above max(100ε₂, 1e-6) and fell by less than 10% while ‖μ, ν‖∞ grew by at
-    least half of β·violation per iteration — what the multiplier step (step 3) does when
-    c(w) ≤ 0 cannot be reached.  Checked from outer iteration 2·patience on."""
-    if len(history) < 2 * patience:
-        return False
-    window = history[-patience - 1:]
-    v = [r["feasibility"] for r in window]
-    stalled = min(v) > max(100 * eps2, 1e-6) and v[-1] >= 0.9 * v[0]
-    growing = window[-1]["mu_norm"] - window[0]["mu_norm"] >= 0.5 * patience * beta * min(v)
-    return stalled and growing
+def _record_kkt(rec):
+    return KKT(rec["stationarity"], rec["feasibility"], rec["complementarity"],
+               rec["definition1"])

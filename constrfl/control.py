@@ -1,0 +1,90 @@
+"""What every solve loop shares: Ctrl-C handling, the checked callback, option checks."""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import numbers
+import signal
+import threading
+
+import numpy as np
+
+from .errors import SolveStop
+from .federation.base import Traffic
+
+__all__ = ["interruptible", "checked_callback", "checkpoint", "restore", "positive",
+           "count", "real"]
+
+
+def checkpoint(problem, fed, solver_state):
+    """A result's ``state``: the server's solver state, the parties' runtimes this
+    backend holds, the traffic counters, and what identifies the problem."""
+    return {"solver": solver_state, "parties": fed.snapshot(),
+            "traffic": dataclasses.asdict(fed.traffic), "seq": fed.seq,
+            "problem": {"dim": problem.dim, "owners": [p.name for p in problem.parties]}}
+
+
+def restore(fed, resume):
+    """Set ``fed``'s counters from a resumed result; return a copy of its solver state
+    (the resumed result itself stays as it was)."""
+    state = copy.deepcopy(resume.state)
+    fed.traffic, fed.seq = Traffic(**state["traffic"]), state["seq"]
+    return state["solver"]
+
+
+@contextlib.contextmanager
+def interruptible(fed):
+    """Ctrl-C during the solve asks it to stop before the next round (status
+    ``"interrupted"``, everything kept); a second Ctrl-C raises KeyboardInterrupt.
+    Only in the main thread, and only where Python's default handler is in place."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def handler(signum, frame):
+        if fed.interrupted:
+            raise KeyboardInterrupt
+        fed.interrupted = True
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def checked_callback(callback):
+    """The callback wrapped: True or StopIteration → stop; an exception → stop, kept."""
+    if callback is None:
+        return None
+    if not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+
+    def call(record):
+        try:
+            return callback(record) is True
+        except StopIteration:
+            return True
+        except Exception as exc:
+            raise SolveStop(f"the callback raised {type(exc).__name__}: {exc}") from exc
+    return call
+
+
+def real(x):
+    """A real number that is not a boolean."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
+def positive(x, name):
+    if not real(x) or not np.isfinite(x) or x <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {x!r}")
+    return float(x)
+
+
+def count(x, name):
+    """A positive integer (booleans are not integers)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) or x < 1:
+        raise ValueError(f"{name} must be a positive integer, got {x!r}")
+    return int(x)

@@ -1,0 +1,299 @@
+"""A party's side of every algorithm: pure handlers ``(message, state, site) -> (reply, state)``.
+
+``site`` is what the party holds: its functions (``site.party``, hence its data) and the
+problem's public regularizer P (``site.regularizer``, used only by the composite
+baselines' clients).  ``state`` is a flat dict of float64 arrays and Python scalars —
+the party's multipliers and its ADMM block (:func:`init_state`) —
+so it serializes bit-exactly; a handler returns a new dict and never changes an array
+in place.  Everything else a handler needs arrives in the message (there is no separate
+configuration); the only other memory is a cache of Cholesky factors, rebuilt on demand.
+
+Handlers (message types of :class:`~.messages.MessageType`, equation numbers of
+docs/algorithms.md):
+
+* ``al.begin`` {w, beta}: start the subproblem (9) centred at w.
+* ``al.update`` {w, beta}: the multiplier step 3 of Algorithm 1 at w with the finished
+  subproblem's β, then the party's KKT share at (w, μ⁺, ν⁺); the next subproblem is
+  centred at w with penalty ``beta``.  Reply: μ⁺, ν⁺, the Lagrangian-gradient share
+  ∇fᵢ + ∇cᵢμ⁺ + ∇hᵢν⁺ and the party's feasibility, complementarity and Definition-1
+  residuals and fᵢ(w).
+* ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
+  multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
+* ``admm.start`` {gamma, cold, local_max_iter, local_hessian, [rho]}: Algorithm 2's start uᵢ = wᵏ, λᵢ = −∇φᵢ(wᵏ)
+  (λᵢ = 0 when ``cold``), φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14).  Reply: vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ.
+* ``admm.step`` {w, scale, tol}: (22) as the vector eᵢ (with the ρᵢ the server used),
+  ρᵢ ← scale·ρᵢ, (19) to ‖∇‖∞ ≤ tol, (20).  Reply: eᵢ, vᵢ, ‖uᵢ − w‖∞, ρᵢ.
+* ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
+  the gradient at w, with 2 also the upper triangle of its Hessian.
+* ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
+  ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` its largest violation.
+* ``sgd.train``, ``dual.train``, ``adam.train`` {x, lr, steps, round, n_clients,
+  penalty_weight, batch_size, seed, ...}: the baselines' K local steps (FedAvg / FedOpt /
+  FedMid, FedDualAvg, FedCAda); reply Δᵢ (and FedCAda's mᵢ, vᵢ).
+"""
+from __future__ import annotations
+
+import weakref
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from ..kkt import party_residuals
+from ..result import Multipliers
+from ..solvers.augmented import AugmentedTerm, plus_quadratic
+from ..solvers.local import minimize_smooth
+from .messages import MessageType as M, trial_points
+
+__all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
+           "penalized_grad"]
+
+HANDLERS = {}
+
+
+class Site(NamedTuple):
+    """What a party holds: its functions and the problem's public regularizer."""
+
+    party: object
+    regularizer: object = None
+
+
+def handles(message_type):
+    """Register a handler for ``message_type`` (one handler per type)."""
+    def register(fn):
+        if message_type in HANDLERS:
+            raise ValueError(f"two handlers for message type {message_type!r}")
+        HANDLERS[message_type] = fn
+        return fn
+    return register
+
+
+def dispatch(message_type, msg, state, site):
+    """Run the handler(s) of a (compound ``a+b``) message type; merge their replies."""
+    reply = {}
+    for part in message_type.split("+"):
+        handler = HANDLERS.get(part)
+        if handler is None:
+            raise ValueError(f"no handler for message type {part!r}")
+        r, state = handler(msg, state, site)
+        if reply.keys() & r.keys():
+            raise ValueError(f"compound message {message_type!r}: replies overlap in "
+                             f"{sorted(reply.keys() & r.keys())}")
+        reply.update(r)
+    return reply, state
+
+
+def init_state(party):
+    """A party's first state: zero multipliers."""
+    return {"mu": np.zeros(party.n_ineq), "nu": np.zeros(party.n_eq)}
+
+
+# -- the proximal augmented Lagrangian (Algorithm 1) -------------------------------------
+
+def _term(state, party):
+    return AugmentedTerm(party, state["beta"], state["mu"], state["nu"])
+
+
+def _phi(state, party):
+    """φᵢ = ALᵢ + γ/2‖· − wᵏ‖² of (12)–(14)."""
+    return plus_quadratic(_term(state, party), state["gamma"], state["wk"])
+
+
+@handles(M.AL_BEGIN)
+def al_begin(msg, state, site):
+    return {}, dict(state, beta=msg["beta"], wk=msg["w"])
+
+
+def _kkt_share(party, w, mu, nu):
+    """The party's part of the KKT round: its multipliers, Lagrangian-gradient share,
+    residuals and objective value at w."""
+    g, feas, compl, def1 = party_residuals(party, w, Multipliers(mu, nu))
+    return {"mu": mu, "nu": nu, "lagrangian_grad": g, "feasibility": feas,
+            "complementarity": compl, "definition1": def1,
+            "objective": party.f_value_grad(w)[0]}
+
+
+@handles(M.AL_UPDATE)
+def al_update(msg, state, site):
+    w = msg["w"]
+    mu, nu = _term(state, site.party).new_multipliers(w)
+    return _kkt_share(site.party, w, mu, nu), dict(state, mu=mu, nu=nu, beta=msg["beta"],
+                                                   wk=w)
+
+
+@handles(M.KKT_REPORT)
+def kkt_report(msg, state, site):
+    """The baselines' KKT round: residuals at w with the penalty's multipliers
+    μ = γ[cᵢ(w)]₊, ν = γhᵢ(w) (γ = ``penalty_weight``)."""
+    party, w, gamma = site.party, msg["w"], msg["penalty_weight"]
+    mu, nu = gamma * np.maximum(party.c_value(w), 0.0), gamma * party.h_value(w)
+    return _kkt_share(party, w, mu, nu), state
+
+
+# -- Algorithm 2, a block's side -----------------------------------------------------------
+
+_FACTORS = weakref.WeakKeyDictionary()     # party -> ((beta, gamma, rho), Cholesky factor)
+
+
+def _exact(state, party):
+    """(19) is one linear solve: φᵢ quadratic and convex, and Hessians are used."""
+    return state["local_hessian"] and party.constant_hessian and party.is_convex
+
+
+def _factor(party, state, sub, rho):
+    """Cholesky factor of ∇²φᵢ + ρᵢI (constant for a quadratic φᵢ), cached per (β, γ, ρᵢ)."""
+    key = (state["beta"], state["gamma"], rho)
+    hit = _FACTORS.get(party)
+    if hit is None or hit[0] != key:
+        hit = key, scipy.linalg.cho_factor(sub(state["u"], 2)[2])
+        _FACTORS[party] = hit
+    return hit[1]
+
+
+@handles(M.ADMM_START)
+def admm_start(msg, state, site):
+    state = dict(state, gamma=msg["gamma"], rho=msg.get("rho", state.get("rho")),
+                 local_max_iter=msg["local_max_iter"], local_hessian=msg["local_hessian"])
+    wk, rho = state["wk"], state["rho"]
+    lam = np.zeros_like(wk) if msg["cold"] else -_phi(state, site.party)(wk, 1)[1]
+    state.update(u=wk, lam=lam)
+    return {"v": wk + lam / rho, "rho": rho}, state
+
+
+@handles(M.ADMM_STEP)
+def admm_step(msg, state, site):
+    party, w = site.party, msg["w"]
+    u, lam, rho = state["u"], state["lam"], state["rho"]
+    phi = _phi(state, party)
+    grad_w = phi(w, 1)[1]
+    e = grad_w + lam - rho * (w - u)                    # (22), with the server's ρᵢ
+    rho = rho * msg["scale"]
+    sub = plus_quadratic(phi, rho, w - lam / rho)       # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
+    if _exact(state, party):     # one Newton step from w, where ∇sub(w) = ∇φᵢ(w) + λᵢ
+        u = w - scipy.linalg.cho_solve(_factor(party, state, sub, rho), grad_w + lam)
+    else:
+        u = minimize_smooth(sub, u, msg["tol"], state["local_max_iter"],
+                            state["local_hessian"]).x
+    lam = lam + rho * (u - w)                            # (20)
+    reply = {"e": e, "v": u + lam / rho, "primal": float(np.max(np.abs(u - w))),
+             "rho": rho}
+    return reply, dict(state, u=u, lam=lam, rho=rho)
+
+
+# -- the federated Newton inner solver ----------------------------------------------------
+
+def _evaluate(term, msg):
+    """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
+    and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks."""
+    order = msg["order"]
+    first, *others = trial_points(msg)
+    val, g, H = term(first, order)
+    values = [val] + [term(x, 0)[0] for x in others]
+    reply = {"values": np.array(values, dtype=np.float64)}
+    if order >= 1:
+        reply["grad"] = g
+    if order >= 2 and H is not None:        # no Hessian: the server goes quasi-Newton
+        reply["hess"] = H[np.triu_indices(first.size)]
+    return reply
+
+
+@handles(M.NEWTON_EVAL)
+def newton_eval(msg, state, site):
+    return _evaluate(_term(state, site.party), msg), state
+
+
+@handles(M.FEAS_EVAL)
+def feas_eval(msg, state, site):
+    """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
+    zero multipliers and β = 2); with ``report`` its largest violation and whether its
+    functions are convex."""
+    party = site.party
+    if msg.get("report"):
+        c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
+        worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
+        return {"violation": worst, "convex": party.is_convex}, state
+    term = AugmentedTerm(party, 2.0, np.zeros(party.n_ineq), np.zeros(party.n_eq),
+                         objective=False)
+    return _evaluate(term, msg), state
+
+
+# -- the baselines' clients -----------------------------------------------------------------
+
+#: FedCAda's bias corrections (seed 001, options 1–4; "vanilla" is Adam's), of b = βᵗ.
+CORRECTIONS = {
+    "vanilla": lambda b: 1.0 - b,
+    "linear": lambda b: 1.0 + b,
+    "square": lambda b: 1.0 + b * b,
+    "sin": lambda b: 1.0 + np.sin(b),
+    "sqrt": lambda b: 1.0 + np.sqrt(b),
+}
+CORRECTION_NAMES = tuple(CORRECTIONS)      # a message carries the index
+
+
+def penalized_grad(party, w, scale, weight, rng=None, batch_size=None):
+    """∇ of ``scale·(f + γ/2(‖[c]₊‖² + ‖h‖²))`` at w, f on a minibatch of the party's own
+    rows (drawn by ``rng``) or all of them; the penalty on all rows (a minibatch estimate
+    of [c]₊ would be biased)."""
+    g = party.f_minibatch_grad(w, rng, batch_size)
+    if weight and party.n_ineq:
+        c, J = party.c_value_jac(w)
+        g = g + weight * (J.T @ np.maximum(c, 0.0))
+    if weight and party.n_eq:
+        g = g + weight * (party.h_jac(w).T @ party.h_value(w))
+    return scale * g
+
+
+def _local_grad(msg, site):
+    """The client's gradient oracle for this round: ∇ of n·(fᵢ + penalty) (the seeds'
+    Fᵢ, n = ``n_clients``); its minibatches (``batch_size`` rows, 0: all) come from a
+    generator seeded by (``seed``, its name, ``round``), so no generator state is kept."""
+    batch = msg["batch_size"] or None
+    rng = None if batch is None else np.random.default_rng(
+        [msg["seed"], zlib.crc32(site.party.name.encode()), msg["round"]])
+    return lambda w: penalized_grad(site.party, w, msg["n_clients"],
+                                    msg["penalty_weight"], rng, batch)
+
+
+@handles(M.SGD_TRAIN)
+def sgd_train(msg, state, site):
+    """FedAvg / FedOpt client (003, Alg. 1–2; 002, Alg. 1): K steps x ← x − η_c gₖ;
+    with ``prox`` FedMid's client (002, Alg. 2): x ← prox_{η_c P}(x − η_c gₖ).  The OSP
+    variants and FedDualAvg-OSP (on the dual state z) run it without ``prox``."""
+    grad, lr = _local_grad(msg, site), msg["lr"]
+    x = x0 = msg["x"]
+    for _ in range(msg["steps"]):
+        x = x - lr * grad(x)
+        if msg["prox"]:
+            x = site.regularizer.prox(x, lr)
+    return {"delta": x - x0}, state
+
+
+@handles(M.DUAL_TRAIN)
+def dual_train(msg, state, site):
+    """FedDualAvg client (002, Alg. 3): from the dual state z and prox weight offset A,
+    for k = 0..K−1:  w = prox_{(A + η_c k)P}(z),  z ← z − η_c ∇Fᵢ(w)."""
+    grad, lr, P = _local_grad(msg, site), msg["lr"], site.regularizer
+    z = z0 = msg["x"]
+    for k in range(msg["steps"]):
+        z = z - lr * grad(P.prox(z, msg["offset"] + lr * k))
+    return {"delta": z - z0}, state
+
+
+@handles(M.ADAM_TRAIN)
+def adam_train(msg, state, site):
+    """FedCAda client (001, Alg. 2): from the server's (x, m, v), K steps of
+    m ← β₁m + (1−β₁)g, v ← β₂v + (1−β₂)g², x ← x − η_c (m/c(β₁ᵗ))/(√(v/c(β₂ᵗ)) + ϵ),
+    t the round, c the correction (:data:`CORRECTIONS`)."""
+    grad, lr, t = _local_grad(msg, site), msg["lr"], msg["round"]
+    b1, b2, eps = msg["beta1"], msg["beta2"], msg["eps"]
+    correct = CORRECTIONS[CORRECTION_NAMES[int(msg["correction"])]]
+    c1, c2 = correct(b1 ** t), correct(b2 ** t)
+    x = x0 = msg["x"]
+    m, v = msg["m"], msg["v"]
+    for _ in range(msg["steps"]):
+        g = grad(x)
+        m = b1 * m + (1.0 - b1) * g
+        v = b2 * v + (1.0 - b2) * g * g
+        x = x - lr * (m / c1) / (np.sqrt(v / c2) + eps)
+    return {"delta": x - x0, "m": m, "v": v}, state

@@ -1,0 +1,37 @@
+"""The default :class:`~.base.Federation`: every party's handlers run in this process.
+
+This is a simulation of the federation (one process, no network), with the same
+messages, the same counted traffic and bit-identical results as the Flower backend.
+"""
+from __future__ import annotations
+
+from .base import Federation
+from .handlers import Site
+from .runtime import PartyRuntime
+
+__all__ = ["InProcessFederation"]
+
+
+class InProcessFederation(Federation):
+    """Runs the clients of ``problem`` (and the server's own party) in this process.
+
+    ``snapshots`` (from :meth:`snapshot`) restores the parties of a checkpoint;
+    ``counted=False`` keeps no traffic (cProx-AL: the pooled problem, no federation).
+    """
+
+    def __init__(self, problem, snapshots=None, counted=True):
+        snapshots = snapshots or {}
+        P = problem.regularizer
+        self.runtimes = {c.name: PartyRuntime(Site(c, P), snapshots.get(c.name))
+                         for c in problem.clients}
+        own = (None if problem.server.is_empty
+               else PartyRuntime(Site(problem.server, P), snapshots.get("server")))
+        super().__init__(list(self.runtimes), own, counted)
+
+    def _exchange(self, seq, message_type, payloads):
+        return {n: self.runtimes[n].call(seq, message_type, p) for n, p in payloads.items()}
+
+    def snapshot(self):
+        out = {n: r.snapshot() for n, r in self.runtimes.items()}
+        out.update(super().snapshot())
+        return out

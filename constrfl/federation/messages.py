@@ -1,0 +1,71 @@
+"""The messages of the protocol: their names, what a payload may hold, how it is counted.
+
+A message type is ``"<phase>.<action>"`` (Flower's convention); a compound type
+``"a.b+c.d"`` asks the party to run the handlers ``a.b`` then ``c.d`` on one payload and
+answer once, so that e.g. the multiplier round of an outer iteration carries the first
+round of the next subproblem (one round instead of two).
+
+Payloads and replies are flat dicts whose values are float64 NumPy arrays or Python
+scalars (float, int, bool): what Flower's ``ArrayRecord``/``ConfigRecord`` carry
+bit-exactly.  Traffic counts 8 bytes for every array entry and every scalar.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["MessageType", "FLOAT", "floats", "check_payload"]
+
+FLOAT = 8  # bytes a float on the wire
+
+
+class MessageType:
+    """The message types the solvers send (the handlers of :mod:`.handlers`)."""
+
+    AL_BEGIN = "al.begin"          # start subproblem (9) at centre w with penalty β
+    AL_UPDATE = "al.update"        # multiplier step 3 at w, KKT share; start the next (9)
+    KKT_REPORT = "kkt.report"      # KKT share at w with given multipliers (baselines)
+    ADMM_START = "admm.start"      # Algorithm 2: uᵢ = wᵏ, λᵢ (cold or warm), upload vᵢ
+    ADMM_STEP = "admm.step"        # Algorithm 2: (22), (19), (20)
+    NEWTON_EVAL = "newton.eval"    # ALᵢ at trial points (+ gradient, Hessian)
+    FEAS_EVAL = "feas.eval"        # ‖[cᵢ]₊‖² + ‖hᵢ‖² likewise (infeasibility check)
+    SGD_TRAIN = "sgd.train"        # FedAvg/FedOpt/FedMid(-OSP) clients: K local steps
+    DUAL_TRAIN = "dual.train"      # FedDualAvg clients
+    ADAM_TRAIN = "adam.train"      # FedCAda clients
+
+    def __init__(self):
+        raise TypeError("MessageType is a namespace of constants")
+
+    @staticmethod
+    def compound(*types):
+        return "+".join(types)
+
+
+def floats(payload):
+    """Number of floats a payload puts on the wire."""
+    return sum(v.size if isinstance(v, np.ndarray) else 1 for v in payload.values())
+
+
+def check_payload(payload, what="payload"):
+    """Raise TypeError unless ``payload`` is a flat dict of float64 arrays and scalars."""
+    if not isinstance(payload, dict):
+        raise TypeError(f"{what} must be a dict, got {type(payload).__name__}")
+    for key, v in payload.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{what} keys must be strings, got {key!r}")
+        if isinstance(v, np.ndarray):
+            if v.dtype != np.float64:
+                raise TypeError(f"{what}[{key!r}] must be float64, got {v.dtype}")
+        elif not isinstance(v, (bool, numbers.Integral, float)) or isinstance(v, np.generic):
+            raise TypeError(f"{what}[{key!r}] must be a float64 array or a Python scalar, "
+                            f"got {type(v).__name__}")
+
+
+def trial_points(msg):
+    """The points a ``newton.eval`` message asks for: ``w``, then ``x + tⱼ(w − x)``."""
+    w = msg["w"]
+    if "t" not in msg:
+        return [w]
+    x = msg["x"]
+    return [w] + [x + t * (w - x) for t in msg["t"]]

@@ -1,0 +1,172 @@
+"""Proximal Newton on the subproblem (9), the server's side: ``inner="newton"`` and cProx-AL.
+
+Ψ_k = ψ + P with ψ = Σᵢ ALᵢ + 1/(2β)‖· − wᵏ‖² (a ridge P = λ/2‖·‖² is folded into ψ).
+The parties answer ``newton.eval``: their ALᵢ at trial points, and at the first point
+its gradient and Hessian (upper triangle); the server sums them and adds the quadratic
+terms.  One round evaluates a whole batch of step lengths t = 1, ½, ¼, … along the
+step x → z (Newton point, or proximal Newton point argmin gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)),
+with gradient and Hessian at t = 1, so a Newton step whose full step is accepted costs one
+round; an accepted shorter step costs one more (for its gradient and Hessian).
+Acceptance (as a sequential backtracking line search would decide, first t wins): Armijo
+decrease of ψ + P, or at t = 1, near the solution where Ψ stalls at rounding level, a
+halving of the stationarity residual without an increase of Ψ.  Stop: dist∞(0, ∇ψ(x) +
+∂P(x)) ≤ τ_k, exact (``P.dist``) — condition (10).
+
+Parties without Hessians (a ``Custom`` function without ``hess``): the server keeps a
+BFGS model of ∇²ψ instead, one trial per round (each with its gradient).
+
+cProx-AL (Algorithm 3) runs the same code on the pooled problem: a federation that counts
+no traffic, one trial per round.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import NonFiniteIterate
+from ..federation.messages import MessageType as M, trial_points
+from ..prox import SquaredL2, Zero
+from .local import accept_step, newton_direction, prox_newton_point
+
+__all__ = ["Newton", "NewtonState"]
+
+
+@dataclass
+class NewtonState:
+    """The server's state between rounds of one subproblem (plain data)."""
+
+    wk: np.ndarray
+    tau: float
+    x: np.ndarray
+    f: float = np.nan                 # ψ(x)
+    g: np.ndarray | None = None       # ∇ψ(x); None: x still to be evaluated
+    H: np.ndarray | None = None       # ∇²ψ(x), or the BFGS model
+    r: float = np.inf                 # dist∞(0, ∇ψ(x) + ∂P(x))
+    iterations: int = 0               # Newton steps taken
+    quasi: bool = False               # BFGS model instead of Hessians
+    stuck: bool = False               # the line search found no decrease
+
+
+def _unpack(tri, d):
+    H = np.zeros((d, d))
+    iu = np.triu_indices(d)
+    H[iu] = tri
+    H.T[iu] = tri
+    return H
+
+
+class Newton:
+    """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
+
+    def __init__(self, regularizer, max_iter=10000, batch=4, message_type=M.NEWTON_EVAL):
+        self.ridge = regularizer.lam if isinstance(regularizer, SquaredL2) else 0.0
+        self.P = Zero() if isinstance(regularizer, (Zero, SquaredL2)) else regularizer
+        self.max_iter, self.batch = max_iter, batch
+        self.start_type = message_type
+
+    def start_message(self, k, beta):
+        return {"order": 2}, None
+
+    def begin(self, replies, wk, tau, beta):
+        s = NewtonState(wk=wk, tau=tau, x=wk)
+        self._take(s, replies, wk, beta)
+        return s
+
+    # -- aggregation ----------------------------------------------------------------
+    def _psi_values(self, replies, points, s, beta):
+        """ψ at each point: Σᵢ ALᵢ + 1/(2β)‖x − wᵏ‖² + λ/2‖x‖²."""
+        out = []
+        for j, x in enumerate(points):
+            d = x - s.wk
+            out.append(sum(r["values"][j] for r in replies)
+                       + 0.5 / beta * float(d @ d) + 0.5 * self.ridge * float(x @ x))
+        return out
+
+    def _take(self, s, replies, x, beta, f=None):
+        """Move to x with the replies' value, gradient and Hessian there."""
+        replies = list(replies.values()) if isinstance(replies, dict) else replies
+        g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
+        if not np.all(np.isfinite(g)):
+            raise NonFiniteIterate("non-finite gradient of the subproblem")
+        if all("hess" in r for r in replies):
+            H = _unpack(sum(r["hess"] for r in replies), x.size)
+            H.flat[::x.size + 1] += 1.0 / beta + self.ridge
+        else:
+            H = self._bfgs(s, x, g)
+        s.x, s.g, s.H = x, g, H
+        s.f = self._psi_values(replies, [x], s, beta)[0] if f is None else f
+        s.r = self.P.dist(x, g)
+
+    def _bfgs(self, s, x, g):
+        """BFGS model of ∇²ψ (Nocedal & Wright (6.19)), started from the scaled
+        identity (6.20) after the first step; the identity before it."""
+        s.quasi = True
+        if s.g is None or s.H is None:
+            return np.eye(x.size)
+        step, y = x - s.x, g - s.g
+        sy = float(step @ y)
+        if sy <= 1e-12 * float(np.linalg.norm(step) * np.linalg.norm(y)):
+            return s.H                                   # no curvature information
+        B = s.H if s.iterations > 0 else np.eye(x.size) * (float(y @ y) / sy)
+        Bs = B @ step
+        return B - np.outer(Bs, Bs) / float(step @ Bs) + np.outer(y, y) / sy
+
+    # -- the rounds -----------------------------------------------------------------
+    def run(self, fed, s, beta):
+        """Newton steps until the stop test or ``max_iter``; ``s`` is updated after
+        each completed round.  Returns ``(x, converged)``."""
+        P = self.P
+        while True:
+            if s.g is None:                      # evaluate at x (after a short step)
+                replies = fed.broadcast(self.start_type, {"w": s.x, "order": 2},
+                                        include_server=True)
+                self._take(s, replies, s.x, beta)
+            if s.r <= s.tau or s.stuck or s.iterations >= self.max_iter:
+                return s.x, s.r <= s.tau
+            x, g = s.x, s.g
+            if isinstance(P, Zero):
+                d = newton_direction(s.H, g)
+                if not float(g @ d) < 0:
+                    d = -g
+                z, slope = x + d, float(g @ d)
+            else:
+                z = prox_newton_point(x, g, s.H, P, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r)))
+                slope = min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
+            if not np.all(np.isfinite(z)):
+                raise NonFiniteIterate("non-finite Newton step")
+            F = s.f + P.value(x)
+            batch = 1 if s.quasi else self.batch
+            t = 1.0
+            while True:
+                w = z if t == 1.0 else x + t * (z - x)
+                msg = {"w": w, "order": 2}
+                if batch > 1:
+                    msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
+                replies = list(fed.broadcast(self.start_type, msg, include_server=True).values())
+                points = trial_points(msg)
+                values = self._psi_values(replies, points, s, beta)
+                j = self._first_accepted(replies, points, values, F, slope, t, s, beta)
+                if j is not None:
+                    break
+                t *= 0.5 ** batch
+                if t < 1e-12:                   # no decrease along the step
+                    s.stuck = True
+                    return s.x, False
+            if j == 0:
+                self._take(s, replies, w, beta, values[0])
+            else:                               # its gradient and Hessian: next round
+                s.x, s.f, s.g, s.H = points[j], values[j], None, None
+            s.iterations += 1
+
+    def _first_accepted(self, replies, points, values, F, slope, t, s, beta):
+        """Index of the first accepted trial point (None if none is)."""
+        P = self.P
+        for j, (x, val) in enumerate(zip(points, values)):
+            r_new = None
+            if j == 0:
+                g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
+                r_new = P.dist(x, g) if np.all(np.isfinite(g)) else None
+            if accept_step(val + P.value(x), F, slope, t * 0.5 ** j, r_new, s.r):
+                return j
+        return None

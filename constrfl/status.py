@@ -1,0 +1,37 @@
+"""Solve statuses: the constants, their groups and one message template each.
+
+A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exits):
+
+| status | when | the result holds |
+|---|---|---|
+| ``optimal`` | KKT residuals recomputed at ``w`` meet ``tol`` | the point, multipliers |
+| ``max_iterations`` | ``max_outer`` (or a baseline's ``rounds``) reached | last iterate; resumable |
+| ``time_limit`` | ``max_time`` seconds passed (checked every round) | last iterate; resumable |
+| ``interrupted`` | Ctrl-C (KeyboardInterrupt) | last iterate; resumable |
+| ``stopped`` | the callback returned True or raised StopIteration | last iterate; resumable |
+| ``client_error`` | a party's function raised, or returned a wrong shape | last good iterate; ``error``; resumable |
+| ``client_failure`` | a client did not answer within ``client_timeout`` | last good iterate; resumable |
+| ``numerical_error`` | a non-finite value (a party's function or an iterate) | last finite iterate |
+| ``infeasible`` | the violation-minimization problem has a positive value | the least-violation point |
+| ``unbounded`` | the iterates run off while the residuals stall | last iterate |
+"""
+from __future__ import annotations
+
+OPTIMAL = "optimal"
+MAX_ITERATIONS = "max_iterations"
+TIME_LIMIT = "time_limit"
+INTERRUPTED = "interrupted"
+STOPPED = "stopped"
+CLIENT_ERROR = "client_error"
+CLIENT_FAILURE = "client_failure"
+NUMERICAL_ERROR = "numerical_error"
+INFEASIBLE = "infeasible"
+UNBOUNDED = "unbounded"
+
+STATUSES = (OPTIMAL, MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR,
+            CLIENT_FAILURE, NUMERICAL_ERROR, INFEASIBLE, UNBOUNDED)
+
+#: statuses after which ``cf.solve(problem, resume=res)`` continues the same solve
+RESUMABLE = (MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR, CLIENT_FAILURE)
+#: statuses that say something went wrong (not a property of the problem)
+FAILED = (CLIENT_ERROR, CLIENT_FAILURE, NUMERICAL_ERROR)
