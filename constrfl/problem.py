@@ -23,6 +23,8 @@ from .prox import Regularizer, Zero
 
 __all__ = ["Client", "Server", "Problem"]
 
+_FLOAT64 = np.dtype(np.float64)
+
 
 class Party:
     """Objective, inequality and equality functions held by one owner."""
@@ -313,19 +315,22 @@ def _call(slot, f, method, *args):
 
 def _checked(slot, what, a, shape):
     """``a`` as a float64 array of ``shape``: a wrong shape is a client_error, a NaN or
-    inf a numerical_error, both naming the slot."""
-    try:
-        arr = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise PartyError(st.CLIENT_ERROR, slot, f"its {what} is not numeric: "
-                         f"{type(a).__name__}") from exc
-    if arr.shape != shape:
-        raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {arr.shape}, "
-                         f"expected {shape}") from ValueError(f"{what} shape {arr.shape}")
-    if not np.isfinite(arr).all():
+    inf a numerical_error, both naming the slot.  (Hot path: one dot product decides
+    that every entry is finite; the exact test runs only when it overflows.)"""
+    if type(a) is not np.ndarray or a.dtype != _FLOAT64:
+        try:
+            a = np.asarray(a, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise PartyError(st.CLIENT_ERROR, slot, f"its {what} is not numeric: "
+                             f"{type(a).__name__}") from exc
+    if a.shape != shape:
+        raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {a.shape}, "
+                         f"expected {shape}") from ValueError(f"{what} shape {a.shape}")
+    flat = a.reshape(-1)
+    if not math.isfinite(flat @ flat) and not np.isfinite(flat).all():
         raise PartyError(st.NUMERICAL_ERROR, slot, f"its {what} contains NaN or inf") \
             from FloatingPointError(f"non-finite {what}")
-    return arr
+    return a
 
 
 def _scalar(slot, v):

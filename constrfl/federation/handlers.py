@@ -33,6 +33,7 @@ docs/algorithms.md):
 """
 from __future__ import annotations
 
+import functools
 import weakref
 import zlib
 from typing import NamedTuple
@@ -44,7 +45,7 @@ from ..kkt import party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
 from ..solvers.local import minimize_smooth
-from .messages import MessageType as M, trial_points
+from .messages import MessageType as M, pack_upper, trial_points
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
            "penalized_grad"]
@@ -69,13 +70,20 @@ def handles(message_type):
     return register
 
 
+@functools.lru_cache(maxsize=64)
+def _handlers(message_type):
+    """The handlers of a (compound ``a+b``) message type, in order."""
+    parts = message_type.split("+")
+    unknown = [p for p in parts if p not in HANDLERS]
+    if unknown:
+        raise ValueError(f"no handler for message type {unknown[0]!r}")
+    return tuple(HANDLERS[p] for p in parts)
+
+
 def dispatch(message_type, msg, state, site):
     """Run the handler(s) of a (compound ``a+b``) message type; merge their replies."""
     reply = {}
-    for part in message_type.split("+"):
-        handler = HANDLERS.get(part)
-        if handler is None:
-            raise ValueError(f"no handler for message type {part!r}")
+    for handler in _handlers(message_type):
         r, state = handler(msg, state, site)
         if reply.keys() & r.keys():
             raise ValueError(f"compound message {message_type!r}: replies overlap in "
@@ -194,7 +202,7 @@ def _evaluate(term, msg):
     if order >= 1:
         reply["grad"] = g
     if order >= 2 and H is not None:        # no Hessian: the server goes quasi-Newton
-        reply["hess"] = H[np.triu_indices(first.size)]
+        reply["hess"] = pack_upper(H)
     return reply
 
 

@@ -11,11 +11,13 @@ bit-exactly.  Traffic counts 8 bytes for every array entry and every scalar.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
 
-__all__ = ["MessageType", "FLOAT", "floats", "check_payload"]
+__all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "pack_upper",
+           "unpack_upper"]
 
 FLOAT = 8  # bytes a float on the wire
 
@@ -69,3 +71,22 @@ def trial_points(msg):
         return [w]
     x = msg["x"]
     return [w] + [x + t * (w - x) for t in msg["t"]]
+
+
+@functools.lru_cache(maxsize=8)
+def _upper(d):
+    return np.triu_indices(d)
+
+
+def pack_upper(H):
+    """The upper triangle of a symmetric matrix, row by row (d(d+1)/2 floats)."""
+    return H[_upper(H.shape[0])]
+
+
+def unpack_upper(tri, d):
+    """The symmetric (d, d) matrix whose upper triangle ``tri`` is."""
+    H = np.empty((d, d))
+    iu = _upper(d)
+    H[iu] = tri
+    H.T[iu] = tri
+    return H

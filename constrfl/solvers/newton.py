@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import NonFiniteIterate
-from ..federation.messages import MessageType as M, trial_points
+from ..federation.messages import MessageType as M, trial_points, unpack_upper
 from ..prox import SquaredL2, Zero
 from .local import accept_step, newton_direction, prox_newton_point
 
@@ -46,14 +46,6 @@ class NewtonState:
     iterations: int = 0               # Newton steps taken
     quasi: bool = False               # BFGS model instead of Hessians
     stuck: bool = False               # the line search found no decrease
-
-
-def _unpack(tri, d):
-    H = np.zeros((d, d))
-    iu = np.triu_indices(d)
-    H[iu] = tri
-    H.T[iu] = tri
-    return H
 
 
 class Newton:
@@ -83,17 +75,20 @@ class Newton:
                        + 0.5 / beta * float(d @ d) + 0.5 * self.ridge * float(x @ x))
         return out
 
-    def _take(self, s, replies, x, beta, f=None):
-        """Move to x with the replies' value, gradient and Hessian there."""
+    def _take(self, s, replies, x, beta, f=None, hessian=True):
+        """Move to x with the replies' value, gradient and (if they carry one) Hessian
+        there; without Hessians from every owner, the BFGS model."""
         replies = list(replies.values()) if isinstance(replies, dict) else replies
         g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
         if all("hess" in r for r in replies):
-            H = _unpack(sum(r["hess"] for r in replies), x.size)
+            H = unpack_upper(sum(r["hess"] for r in replies), x.size)
             H.flat[::x.size + 1] += 1.0 / beta + self.ridge
-        else:
+        elif hessian or s.quasi:                # asked for, but some owner has none
             H = self._bfgs(s, x, g)
+        else:                                   # not asked for: fetched when needed
+            H = None
         s.x, s.g, s.H = x, g, H
         s.f = self._psi_values(replies, [x], s, beta)[0] if f is None else f
         s.r = self.P.dist(x, g)
@@ -118,12 +113,13 @@ class Newton:
         each completed round.  Returns ``(x, converged)``."""
         P = self.P
         while True:
-            if s.g is None:                      # evaluate at x (after a short step)
-                replies = fed.broadcast(self.start_type, {"w": s.x, "order": 2},
+            if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter):
+                return s.x, s.r <= s.tau
+            if s.g is None or s.H is None:       # evaluate at x (after a short step, or
+                replies = fed.broadcast(self.start_type, {"w": s.x, "order": 2},   # lazily)
                                         include_server=True)
                 self._take(s, replies, s.x, beta)
-            if s.r <= s.tau or s.stuck or s.iterations >= self.max_iter:
-                return s.x, s.r <= s.tau
+                continue
             x, g = s.x, s.g
             if isinstance(P, Zero):
                 d = newton_direction(s.H, g)
@@ -140,7 +136,7 @@ class Newton:
             t = 1.0
             while True:
                 w = z if t == 1.0 else x + t * (z - x)
-                msg = {"w": w, "order": 2}
+                msg = {"w": w, "order": 2 if batch > 1 else 1}
                 if batch > 1:
                     msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
                 replies = list(fed.broadcast(self.start_type, msg, include_server=True).values())
@@ -154,7 +150,7 @@ class Newton:
                     s.stuck = True
                     return s.x, False
             if j == 0:
-                self._take(s, replies, w, beta, values[0])
+                self._take(s, replies, w, beta, values[0], hessian=msg["order"] == 2)
             else:                               # its gradient and Hessian: next round
                 s.x, s.f, s.g, s.H = points[j], values[j], None, None
             s.iterations += 1
