@@ -8,6 +8,8 @@ and turns every exception of the handlers into an error value for the backend to
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import status as st
 from ..errors import PartyError
 from .handlers import dispatch, init_state
@@ -30,7 +32,8 @@ class PartyRuntime:
         if seq == self.seq:
             return self.reply
         try:
-            reply, state = dispatch(message_type, payload, self.state, self.site)
+            with np.errstate(all="ignore"):      # non-finite values are reported, not warned
+                reply, state = dispatch(message_type, payload, self.state, self.site)
         except PartyError as err:
             return err.named(self.site.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
