@@ -12,7 +12,7 @@ from .control import (checked_callback, checkpoint, count, interruptible, positi
 from .errors import SolveStop
 from .federation import InProcessFederation
 from .problem import Problem
-from .result import KKT, Multipliers, SolveResult
+from .result import KKT, SolveResult
 from .solvers.admm import ADMM
 from .solvers.newton import Newton
 from .solvers.proxal import OuterState, proximal_al
@@ -163,8 +163,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         s, previous_time = restore(fed, resume), resume.time
     else:
         s = OuterState(k=0, w=problem.start_point(w0, seed), beta=settings["beta"],
-                       multipliers={p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq))
-                                    for p in problem.parties})
+                       multipliers=problem.zero_multipliers())
         previous_time = 0.0
     inner = _inner_solver(problem, method, settings, fed)
     report = _Table(verbose, method, problem)
@@ -207,9 +206,7 @@ def _result(problem, method, s, status, message, error, fed, settings, elapsed):
         objective = last["objective"]
     else:                                    # no KKT round completed: nothing measured
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
-    mults = {p.name: s.multipliers.get(p.name, Multipliers(np.zeros(p.n_ineq),
-                                                            np.zeros(p.n_eq)))
-             for p in problem.parties}
+    mults = dict(problem.zero_multipliers(), **s.multipliers)
     return SolveResult(w=s.w, status=status, message=message, objective=objective,
                        multipliers=mults, kkt=kkt, method=method, outer_iterations=s.k,
                        inner_iterations=s.inner_iterations, rounds=fed.traffic.rounds,
@@ -228,7 +225,7 @@ def _resumed(problem, res, method, options):
         raise ValueError(f"a solve that ended {res.status!r} cannot be resumed "
                          f"(resumable: {', '.join(st.RESUMABLE)})")
     saved = res.state["problem"]
-    owners = [p.name for p in problem.parties]
+    owners = problem.owners
     if saved["dim"] != problem.dim or list(saved["owners"]) != owners:
         raise ValueError(f"resume: the result belongs to another problem (dimension "
                          f"{saved['dim']}, owners {list(saved['owners'])}; this one: "
@@ -265,10 +262,14 @@ def _rhos(problem, rho):
     if isinstance(rho, str):
         if rho != "samples":
             raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}")
-        counts = np.array([c.n_samples for c in problem.clients], dtype=float)
-        for c, k in zip(problem.clients, counts):
+        counts = problem.client_samples()
+        if counts is None:
+            raise ValueError("rho='samples' needs the clients' row counts, which this "
+                             "server does not know; give rho as numbers")
+        counts = np.asarray(counts, dtype=float)
+        for name, k in zip(problem.client_names, counts):
             if k <= 0:
-                raise ValueError(f"rho='samples': client {c.name!r} holds no data rows")
+                raise ValueError(f"rho='samples': client {name!r} holds no data rows")
         return 0.1 * counts / counts.mean()
     if isinstance(rho, (bool, np.bool_)):
         raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}")
@@ -282,9 +283,9 @@ def _rhos(problem, rho):
     if arr.shape != (n,):
         raise ValueError(f"rho has shape {arr.shape}, expected a scalar or ({n},) "
                          "(one value per client)")
-    for c, r in zip(problem.clients, arr):
+    for name, r in zip(problem.client_names, arr):
         if not np.isfinite(r) or r <= 0:
-            raise ValueError(f"rho for client {c.name!r} must be finite and positive, got {r}")
+            raise ValueError(f"rho for client {name!r} must be finite and positive, got {r}")
     return arr
 
 

@@ -22,7 +22,7 @@ def checkpoint(problem, fed, solver_state):
     backend holds, the traffic counters, and what identifies the problem."""
     return {"solver": solver_state, "parties": fed.snapshot(),
             "traffic": dataclasses.asdict(fed.traffic), "seq": fed.seq,
-            "problem": {"dim": problem.dim, "owners": [p.name for p in problem.parties]}}
+            "problem": {"dim": problem.dim, "owners": problem.owners}}
 
 
 def restore(fed, resume):

@@ -21,7 +21,7 @@ from .errors import PartyError
 from .functions import Function
 from .prox import Regularizer, Zero
 
-__all__ = ["Client", "Server", "Problem"]
+__all__ = ["Client", "Server", "Problem", "ServerSide", "ServerView"]
 
 _FLOAT64 = np.dtype(np.float64)
 
@@ -212,7 +212,106 @@ class Server(Party):
         super().__init__(objective, constraints, equalities, name="server")
 
 
-class Problem:
+class ServerView:
+    """What the server of a federation knows of problem (5): the dimension, the
+    regularizer P, its own party (f₀, c₀, h₀) and the clients' names — not their
+    functions or data.  The server-side algorithms (:mod:`constrfl.solvers`) use only
+    this; a :class:`Problem` is one, and :class:`ServerSide` is one without clients
+    (the Flower ServerApp's)."""
+
+    dim: int
+    regularizer: Regularizer
+    server: "Server"
+
+    @property
+    def client_names(self):
+        raise NotImplementedError
+
+    @property
+    def n_clients(self):
+        return len(self.client_names)
+
+    @property
+    def owners(self):
+        """Every owner of functions: ``"server"``, then the clients."""
+        return ["server", *self.client_names]
+
+    def zero_multipliers(self):
+        """``{owner: (zeros, zeros)}`` for the owners whose constraint counts are known."""
+        from .result import Multipliers
+        return {p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq))
+                for p in self._known_parties()}
+
+    def _known_parties(self):
+        return [self.server]
+
+    def client_rows(self):
+        """Rows of data behind each client's objective, in client order (None when the
+        server cannot know them)."""
+        return None
+
+    def client_samples(self):
+        """Rows of data each client holds, in client order (None when not known)."""
+        return None
+
+    def constrained_owners(self):
+        """Names of the owners with constraints (None when not known)."""
+        return None
+
+    def start_point(self, w0=None, seed=0):
+        """``w0`` checked and projected onto dom P; by default a point on the unit
+        sphere drawn from ``seed`` (the paper's choice)."""
+        d = self.dim
+        if w0 is None:
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+                raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+            v = np.random.default_rng(seed).standard_normal(d)
+            w0 = v / np.linalg.norm(v)
+        else:
+            try:
+                w0 = np.array(w0, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"w0 must be an array of {d} numbers, got {w0!r}") from None
+            if w0.shape != (d,):
+                raise ValueError(f"w0 has shape {w0.shape}, expected ({d},)")
+            if not np.all(np.isfinite(w0)):
+                raise ValueError("w0 contains NaN or inf")
+        return self.regularizer.prox(w0, 0.0)
+
+
+class ServerSide(ServerView):
+    """The server's view without the clients: ``dim``, ``client_names`` (the fixed
+    aggregation order), its own ``server`` party (default: none) and ``regularizer``."""
+
+    def __init__(self, dim, client_names, server=None, regularizer=None):
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self.dim = int(dim)
+        names = list(client_names)
+        if not names or len(set(names)) != len(names) or "server" in names \
+                or not all(isinstance(n, str) for n in names):
+            raise ValueError("client_names must be distinct strings other than 'server', "
+                             f"at least one; got {names!r}")
+        self._names = names
+        self.server = Server() if server is None else server
+        if not isinstance(self.server, Server):
+            raise TypeError(f"server must be a constrfl.Server, got {type(self.server).__name__}")
+        self.regularizer = Zero() if regularizer is None else regularizer
+        if not isinstance(self.regularizer, Regularizer):
+            raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
+                            f"{type(self.regularizer).__name__}")
+        self.server.check_dim(self.dim)
+        self.regularizer.check_dim(self.dim)
+
+    @property
+    def client_names(self):
+        return list(self._names)
+
+    def __repr__(self):
+        return f"ServerSide(dim={self.dim}, clients={self.n_clients}, regularizer={self.regularizer!r})"
+
+
+class Problem(ServerView):
     """``min f₀ + Σᵢ fᵢ + P  s.t.  cᵢ ≤ 0, hᵢ = 0 (i = 0..n)`` — problem (5).
 
     ``dim`` is inferred from the functions when not given.
@@ -262,29 +361,24 @@ class Problem:
         return [self.server, *self.clients]
 
     @property
-    def n_clients(self):
-        return len(self.clients)
+    def client_names(self):
+        return [c.name for c in self.clients]
+
+    def _known_parties(self):
+        return self.parties
+
+    def client_rows(self):
+        return [0 if c.objective is None else c.objective.n_samples for c in self.clients]
+
+    def client_samples(self):
+        return [c.n_samples for c in self.clients]
+
+    def constrained_owners(self):
+        return [p.name for p in self.parties if p.n_ineq or p.n_eq]
 
     @property
     def is_convex(self):
         return all(p.is_convex for p in self.parties)
-
-    def start_point(self, w0=None, seed=0):
-        """``w0`` checked and projected onto dom P; by default a point on the unit
-        sphere drawn from ``seed`` (the paper's choice)."""
-        d = self.dim
-        if w0 is None:
-            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-                raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-            v = np.random.default_rng(seed).standard_normal(d)
-            w0 = v / np.linalg.norm(v)
-        else:
-            w0 = np.array(w0, dtype=np.float64)
-            if w0.shape != (d,):
-                raise ValueError(f"w0 has shape {w0.shape}, expected ({d},)")
-            if not np.all(np.isfinite(w0)):
-                raise ValueError("w0 contains NaN or inf")
-        return self.regularizer.prox(w0, 0.0)
 
     def objective(self, w):
         """``F(w) = f₀(w) + Σᵢ fᵢ(w) + P(w)``."""

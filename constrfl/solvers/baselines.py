@@ -212,7 +212,7 @@ def execute_baseline(problem, method, tol, options, fed, *, w0=None, seed=0, res
         try:                                     # observe the final model once
             last = _observe(problem, fed, w, cfg["penalty_weight"])
         except SolveStop as stop:
-            last = dict(_UNOBSERVED, multipliers=_zero_multipliers(problem))
+            last = dict(_UNOBSERVED, multipliers=problem.zero_multipliers())
             if status == st.MAX_ITERATIONS:
                 status, message, error = stop.status, str(stop), stop
     kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
@@ -315,7 +315,10 @@ def _local_steps(problem, local_steps, epochs, batch_size):
     epochs = _integer("epochs", epochs)
     if batch_size is None:
         raise ValueError("epochs needs batch_size (rows per local step)")
-    rows = [0 if c.objective is None else c.objective.n_samples for c in problem.clients]
+    rows = problem.client_rows()
+    if rows is None:
+        raise ValueError("epochs needs the clients' row counts, which this server does "
+                         "not know; use local_steps instead")
     if min(rows) == 0:
         raise ValueError("epochs: every client's objective must hold data rows; "
                          "use local_steps instead")
@@ -327,10 +330,10 @@ def _penalty(problem, penalty, weight):
     if penalty is None:
         if weight is not None:
             raise ValueError("penalty_weight needs penalty='quadratic'")
-        constrained = [p._where() for p in problem.parties if p.n_ineq or p.n_eq]
+        constrained = problem.constrained_owners() or []
         if constrained:
             raise ValueError("the federated baselines cannot handle constraints natively "
-                             f"(held by {', '.join(constrained)}); pass "
+                             f"(held by {', '.join(map(repr, constrained))}); pass "
                              "penalty='quadratic' (and penalty_weight) to run them on the "
                              "quadratic penalty reformulation, or use method='fedproxal'")
         return 0.0
@@ -504,10 +507,6 @@ _UNOBSERVED = dict(objective=np.nan, stationarity=np.nan, feasibility=np.nan,
                    complementarity=np.nan, definition1=np.nan)
 
 
-def _zero_multipliers(problem):
-    return {p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq)) for p in problem.parties}
-
-
 def _observe(problem, fed, w, weight):
     """The observer's record at the model: objective of (5), KKT residuals of §2 (with
     the penalty multipliers) and those multipliers, from a ``kkt.report`` round that
@@ -516,7 +515,7 @@ def _observe(problem, fed, w, weight):
                             include_server=True, counted=False)
     owners = sorted(replies, key=lambda n: n != "server")     # cf.kkt's order
     g = sum(replies[o]["lagrangian_grad"] for o in owners)
-    mults = _zero_multipliers(problem)
+    mults = problem.zero_multipliers()
     mults.update({o: Multipliers(replies[o]["mu"], replies[o]["nu"]) for o in owners})
     return dict(objective=sum(replies[o]["objective"] for o in owners)
                 + problem.regularizer.value(w),
