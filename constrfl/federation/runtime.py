@@ -13,6 +13,7 @@ import numpy as np
 from .. import status as st
 from ..errors import PartyError
 from .handlers import dispatch, init_state
+from .messages import check_payload
 
 __all__ = ["PartyRuntime"]
 
@@ -34,6 +35,7 @@ class PartyRuntime:
         try:
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.site)
+            check_payload(reply, f"reply to {message_type!r}")
         except PartyError as err:
             return err.named(self.site.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
