@@ -217,29 +217,33 @@ def markdown(sections, args, elapsed, plot_note):
 
 
 def plot(sections, path):
-    """Gap and violation against rounds: fedproxal and each baseline's best penalty."""
+    """Gap and violation against rounds (``constrfl.plot.compare``): fedproxal and each
+    baseline's best penalty, one pair of panels per problem (no violation panel for an
+    unconstrained one)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "No plot: matplotlib is not installed (`pip install matplotlib`)."
-    panels = [(name, traces, kind) for name, _, _, (_, _, traces), _ in sections
-              for kind in ("gap", "violation")
-              if kind == "gap" or any(t.violation.max(initial=0) > 0 for t in traces)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5))
-    for ax, (name, traces, kind) in zip(np.atleast_1d(axes), panels):
-        for t in _best_per_method(traces):
-            y = np.maximum(getattr(t, kind), 1e-12)
-            style = (dict(color="k", lw=2.5) if t.label == "fedproxal"
-                     else dict(lw=0.8, alpha=0.8))
-            ax.semilogy(t.rounds, y, label=t.label, **style)
-        ax.axhline(TARGET, color="grey", ls=":")
-        ax.set(xlabel="communication rounds", ylabel=f"objective {kind}" if kind == "gap"
-               else "max constraint violation (0 drawn at 1e-12)", title=name)
-        if kind == "gap":
-            ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+        return "No plot: matplotlib is not installed (`pip install constrfl[plot]`)."
+    from constrfl.plot import compare as compare_plot
+    panels = [(name, f_star, traces,
+               ("gap", "feasibility") if any(t.violation.max(initial=0) > 0 for t in traces)
+               else ("gap",))
+              for name, _, _, (f_star, _, traces), _ in sections]
+    fig, axes = plt.subplots(1, sum(len(q) for *_, q in panels),
+                             figsize=(6 * sum(len(q) for *_, q in panels), 4.8),
+                             squeeze=False, layout="constrained")
+    axes = iter(axes[0])
+    for name, f_star, traces, quantities in panels:
+        best = _best_per_method(traces)
+        own = [next(axes) for _ in quantities]
+        compare_plot([t.res for t in best], [t.label for t in best], reference=f_star,
+                     quantities=quantities, target=TARGET, axes=own,
+                     styles=[dict(color="k", lw=2.5) if t.label == "fedproxal"
+                             else dict(lw=0.8, alpha=0.8) for t in best])
+        for ax in own:
+            ax.set_title(name)
     fig.savefig(path, dpi=120)
     return f"![convergence]({path.name})"
 
