@@ -413,8 +413,8 @@ class Custom(Function):
         self.curvature = "convex" if convex else "nonconvex"
 
     def value(self, w):
-        v = self._value(w)
-        return float(v) if self.size is None else np.asarray(v, dtype=np.float64)
+        v = np.asarray(self._value(w), dtype=np.float64)
+        return float(v) if self.size is None and v.ndim == 0 else v   # shapes: checked by the party
 
     def grad(self, w):
         return np.asarray(self._grad(w), dtype=np.float64)
