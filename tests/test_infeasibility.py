@@ -95,3 +95,27 @@ def test_small_beta_is_raised_not_reported():
     notes = [h["infeasibility_check"] for h in res.history if "infeasibility_check" in h]
     assert res.status == "optimal" and notes and "β raised to 0.01" in notes[0]
     assert res.history[-1]["beta"] > 1e-3
+
+
+def test_unbounded_objective():
+    """min −w₁ subject to w₂ ≤ 1: the objective falls without bound along feasible
+    iterates."""
+    e = np.eye(3)
+    p = cf.Problem([cf.Client(objective=fn.Affine(-e[0]), constraints=[fn.Affine(e[1], -1.0)]),
+                    cf.Client(objective=fn.Quadratic(np.diag([0.0, 1.0, 1.0])))])
+    for method in METHODS.values():
+        res = cf.solve(p, **method)
+        assert res.status == "unbounded", res.message
+        assert res.outer_iterations <= 25 and "unbounded below" in res.message
+
+
+def test_no_minimizer_is_said_plainly():
+    """Logistic loss on separable data has no minimizer: the iterates run off; the
+    solve ends at max_outer and says why, and does not claim unboundedness."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.standard_normal((40, 2)), np.ones(40)]
+    y = (X[:, 0] > 0).astype(float)
+    p = cf.Problem([cf.Client(objective=fn.LogisticLoss(X, y))])
+    res = cf.solve(p, inner="newton", max_outer=200)
+    assert res.status == "max_iterations"
+    assert "may have no minimizer" in res.message and "SquaredL2" in res.message

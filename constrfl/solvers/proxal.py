@@ -23,7 +23,7 @@ from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
 from ..result import KKT, Multipliers
-from .infeasibility import stalled, violation_check
+from .diagnostics import running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule"]
 
@@ -83,8 +83,9 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, rep
                 callback):
     """Run outer iterations from the state ``s`` (updated in place, round by round).
 
-    Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"`` or
-    ``"infeasible"``; other ways out raise :class:`~constrfl.errors.SolveStop`.
+    Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
+    ``"infeasible"`` or ``"unbounded"`` (:mod:`.diagnostics`); other ways out raise
+    :class:`~constrfl.errors.SolveStop`.
     """
     eps1, eps2 = eps
     while s.k < max_outer:
@@ -107,7 +108,8 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, rep
                    rule11=dw + s.beta * tau <= s.beta * eps1 and mstep <= s.beta * eps2,
                    stationarity=kkt.stationarity, feasibility=kkt.feasibility,
                    complementarity=kkt.complementarity, definition1=kkt.definition1,
-                   objective=objective, rounds=fed.traffic.rounds,
+                   objective=objective, w_norm=float(np.max(np.abs(w_new))),
+                   rounds=fed.traffic.rounds,
                    bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
         if not np.isfinite([kkt.stationarity, kkt.definition1, rec["objective"]]).all():
             raise NonFiniteIterate(f"non-finite residuals or objective in outer "
@@ -126,10 +128,14 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, rep
             verdict = violation_check(problem, fed, s, eps2)
             if verdict is not None:
                 return st.INFEASIBLE, verdict
+        evidence = unbounded(s.history, eps2)
+        if evidence is not None:
+            return st.UNBOUNDED, evidence
     last = s.history[-1] if s.history else None
     failed = ("; ".join(_record_kkt(last).failures(eps1, eps2)) if last
               else "no outer iteration run")
-    return st.MAX_ITERATIONS, f"reached max_outer={max_outer} with {failed}"
+    return (st.MAX_ITERATIONS,
+            f"reached max_outer={max_outer} with {failed}{running_off(s.history)}")
 
 
 def _record_kkt(rec):
