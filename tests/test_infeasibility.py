@@ -12,7 +12,7 @@ from constrfl.problems.partition import stratified_split
 E1 = np.array([1.0, 0.0, 0.0])
 BETAS = [1e-3, 1e-2, 0.1, 1.0, 100.0, 1000.0]
 METHODS = {"newton": dict(inner="newton"), "cproxal": dict(method="cproxal"),
-           "admm": dict()}
+           "newton_fixed_beta": dict(inner="newton", fixed=True), "admm": dict()}
 
 
 def np_synthetic(r):
@@ -64,15 +64,19 @@ INFEASIBLE = {
 
 
 def sweep(method):
-    return BETAS if method != "admm" else [1e-3, 1.0]        # the ADMM: a slower pair
+    """(β, options) pairs: every β, the ADMM only a slower pair; ``fixed`` keeps β."""
+    opts = dict(METHODS[method])
+    fixed = opts.pop("fixed", False)
+    return [(b, dict(opts, beta_max=b) if fixed else opts)
+            for b in (BETAS if method != "admm" else [1e-3, 1.0])]
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("case", sorted(FEASIBLE))
 def test_feasible_problems_are_never_called_infeasible(case, method):
     p = FEASIBLE[case]()
-    for beta in sweep(method):
-        res = cf.solve(p, beta=beta, **METHODS[method])
+    for beta, opts in sweep(method):
+        res = cf.solve(p, beta=beta, **opts)
         assert res.status == "optimal", (beta, res.status, res.message)
 
 
@@ -80,8 +84,8 @@ def test_feasible_problems_are_never_called_infeasible(case, method):
 @pytest.mark.parametrize("case", sorted(INFEASIBLE))
 def test_infeasible_problems_are_certified(case, method):
     p = INFEASIBLE[case]()
-    for beta in sweep(method):
-        res = cf.solve(p, beta=beta, **METHODS[method])
+    for beta, opts in sweep(method):
+        res = cf.solve(p, beta=beta, **opts)
         assert res.status == "infeasible", (beta, res.status, res.message)
         assert res.outer_iterations <= 60
         assert "min ‖[c]₊‖² + ‖h‖² over dom P = " in res.message
@@ -91,7 +95,7 @@ def test_infeasible_problems_are_certified(case, method):
 def test_small_beta_is_raised_not_reported():
     """A feasible problem whose violation stalls at a tiny β: the check finds a
     feasible point, raises β tenfold and says so in the history."""
-    res = cf.solve(FEASIBLE["affine"](), beta=1e-3, inner="newton")
+    res = cf.solve(FEASIBLE["affine"](), beta=1e-3, beta_max=1e-3, inner="newton")
     notes = [h["infeasibility_check"] for h in res.history if "infeasibility_check" in h]
     assert res.status == "optimal" and notes and "β raised to 0.01" in notes[0]
     assert res.history[-1]["beta"] > 1e-3
@@ -103,8 +107,8 @@ def test_unbounded_objective():
     e = np.eye(3)
     p = cf.Problem([cf.Client(objective=fn.Affine(-e[0]), constraints=[fn.Affine(e[1], -1.0)]),
                     cf.Client(objective=fn.Quadratic(np.diag([0.0, 1.0, 1.0])))])
-    for method in METHODS.values():
-        res = cf.solve(p, **method)
+    for method in ("admm", "newton", "cproxal"):
+        res = cf.solve(p, **METHODS[method])
         assert res.status == "unbounded", res.message
         assert res.outer_iterations <= 25 and "unbounded below" in res.message
 
