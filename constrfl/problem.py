@@ -438,7 +438,7 @@ def _scalar(slot, v):
     if type(v) is not float:
         v = _checked(slot, "value", v, ())
     if not math.isfinite(v):
-        raise PartyError(st.NUMERICAL_ERROR, slot, f"its value is {v}") \
+        raise PartyError(st.NUMERICAL_ERROR, slot, f"its value contains NaN or inf ({v})") \
             from FloatingPointError(f"non-finite value {v}")
     return float(v)
 
