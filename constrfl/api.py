@@ -246,6 +246,9 @@ def _resumed(problem, res, method, options):
         if k != limit and not _same(settings.get(k), v):
             raise ValueError(f"resume: option {k!r} differs from the resumed solve's "
                              f"({settings.get(k)!r}); only {limit!r} may change")
+    if res.status == st.MAX_ITERATIONS and not options.get(limit, 0) > settings[limit]:
+        raise ValueError(f"resume: the solve stopped at {limit}={settings[limit]}; pass a "
+                         f"larger {limit} to continue it")
     settings.update(options)
     return saved_method, settings, None
 

@@ -118,6 +118,8 @@ def test_save_format_is_plain_and_checked(tmp_path):
         cf.solve(np_problem(4, 0.4, rows=200), resume=res)
     with pytest.raises(ValueError, match="only 'max_outer' may change"):
         cf.solve(p, resume=res, beta=5.0)
+    with pytest.raises(ValueError, match="stopped at max_outer=2; pass a larger max_outer"):
+        cf.solve(p, resume=res)
     done = cf.solve(p)
     with pytest.raises(ValueError, match="cannot be resumed"):
         cf.solve(p, resume=done)
