@@ -71,6 +71,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, log_expit
 
 from . import problems
@@ -269,6 +270,7 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
     def __sklearn_tags__(self):                         # scikit-learn >= 1.6
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
         return tags
 
     def _more_tags(self):                               # scikit-learn < 1.6
@@ -278,7 +280,8 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
     def _validate_X(self, X):
         check_is_fitted(self)
         if HAVE_SKLEARN:
-            return _sk_validate_data(self, X, reset=False, dtype=np.float64)
+            return _sk_validate_data(self, X, reset=False, dtype=np.float64,
+                                     accept_sparse="csr")
         X = _as_2d_float(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
@@ -289,7 +292,7 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         """Checked (X, y) and the encoded labels: ``classes_[y01] == y``."""
         self._reset()                                   # a failed refit leaves no stale model
         if HAVE_SKLEARN:
-            X, y = _sk_validate_data(self, X, y, dtype=np.float64)
+            X, y = _sk_validate_data(self, X, y, dtype=np.float64, accept_sparse="csr")
             check_classification_targets(y)
         else:
             X = _as_2d_float(X, "X")
@@ -329,12 +332,21 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         return dict(opts)
 
     def _offset(self, X):
-        """The shift of the solver's coordinates: the column means of X with an
-        intercept (an exact reparametrization, see the module doc), else 0."""
-        return X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+        """The shift of the solver's coordinates: the column means of a dense X with an
+        intercept (an exact reparametrization, see the module doc), else 0 (a sparse X
+        is not centred: that would densify it)."""
+        if self.fit_intercept and not sp.issparse(X):
+            return X.mean(axis=0)
+        return np.zeros(X.shape[1])
 
     def _design(self, X, offset):
-        """``X − offset`` with a column of ones appended when ``fit_intercept``."""
+        """``X − offset`` with a column of ones appended when ``fit_intercept``; a
+        sparse X stays sparse (CSR; its offset is 0)."""
+        if sp.issparse(X):
+            X = sp.csr_array(X, dtype=np.float64)
+            if not self.fit_intercept:
+                return X
+            return sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
         if not self.fit_intercept:
             return np.ascontiguousarray(X, dtype=np.float64)
         return np.hstack([X - offset, np.ones((X.shape[0], 1))])
@@ -411,9 +423,18 @@ def _seed(random_state):
 
 
 def _as_2d_float(X, name):
-    """NumPy-only input check (used when scikit-learn is absent)."""
-    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
-        raise TypeError(f"{name}: sparse input is not supported; pass a dense array")
+    """Input check without scikit-learn (and for server_data): a 2-D float64 array, or
+    a scipy.sparse matrix as CSR; at least one row and column, all finite."""
+    if sp.issparse(X):
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"{name}: need a 2-D matrix with at least one sample and "
+                             f"one feature, got shape {X.shape}")
+        if X.dtype.kind == "c":
+            raise ValueError(f"{name}: complex data not supported")
+        X = sp.csr_array(X, dtype=np.float64)
+        if not np.isfinite(X.data).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+        return X
     X = np.asarray(X)
     if X.dtype.kind == "c":
         raise ValueError(f"{name}: complex data not supported")

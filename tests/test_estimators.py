@@ -333,8 +333,11 @@ def test_works_without_scikit_learn():
             raise AssertionError("predict before fit")
         except NotFittedError:
             pass
+        import scipy.sparse as sp
+        sparse = NeymanPearsonClassifier(0.3, alpha=0.05).fit(sp.csr_matrix(X), y)
         clf.fit(X, y)
         assert clf.result_.status == "optimal" and clf.n_features_in_ == 3
+        assert np.allclose(sparse.coef_, clf.coef_, atol=1e-4)
         assert list(clf.classes_) == ["neg", "pos"]
         s = X @ clf.coef_[0] + clf.intercept_[0]
         loss = np.logaddexp(0, -s[ds.y == 1]).mean()
@@ -360,3 +363,36 @@ def test_works_without_scikit_learn():
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "ok"
+
+
+# -- sparse input ----------------------------------------------------------------------------
+
+def test_sparse_input_stays_sparse_and_fits_the_same_model(monkeypatch):
+    """A scipy.sparse X reaches the template as CSR (not centred, which would densify
+    it) and gives the model of its dense twin: the two fits solve different but
+    equivalent parametrizations (centred vs not), so they agree to the solve's
+    accuracy, not bit for bit; both are checked against the constraint itself."""
+    import scipy.sparse as sp
+    from constrfl import problems
+    rng = np.random.default_rng(0)
+    n = 400
+    X = np.column_stack([np.eye(4)[rng.integers(0, 4, n)][:, 1:] for _ in range(3)]
+                        + [rng.standard_normal(n) * (rng.random(n) < 0.5)])
+    y = (rng.random(n) < expit(X @ rng.standard_normal(X.shape[1]))).astype(int)
+    ids = np.arange(n) % 3
+    seen = []
+    template = problems.neyman_pearson
+    monkeypatch.setattr(problems, "neyman_pearson",
+                        lambda X, *a, **k: seen.append(X) or template(X, *a, **k))
+    dense = NeymanPearsonClassifier(0.5).fit(X, y, client_ids=ids)
+    sparse = NeymanPearsonClassifier(0.5).fit(sp.csr_matrix(X), y, client_ids=ids)
+    assert not sp.issparse(seen[0]) and sp.issparse(seen[1])
+    assert seen[1].nnz == np.count_nonzero(X) + n        # + the intercept column
+    assert sparse.result_.status == "optimal"
+    assert sparse.result_.objective == pytest.approx(dense.result_.objective, rel=1e-6)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-4)
+    assert sparse.intercept_[0] == pytest.approx(dense.intercept_[0], abs=1e-4)
+    loss = logistic_losses(X, y, sparse.coef_, sparse.intercept_)
+    assert max(loss[(ids == i) & (y == 1)].mean() for i in range(3)) <= 0.5 + 1e-6
+    np.testing.assert_allclose(sparse.decision_function(sp.csc_matrix(X)),
+                               sparse.decision_function(X), rtol=1e-12, atol=1e-12)

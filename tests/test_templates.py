@@ -305,3 +305,46 @@ BAD = [
 def test_templates_validate_their_inputs(template, kwargs, argument):
     with pytest.raises(ValueError, match=argument):
         template(**kwargs)
+
+
+# -- labels: {0, 1} only, no row dropped -----------------------------------------------------
+
+def _np_rows():
+    D = make_classification(n_samples=40, n_features=3, seed=0)
+    return D.X, D.y.astype(float), np.arange(40) % 4
+
+
+def test_neyman_pearson_uses_every_row():
+    X, y, ids = _np_rows()
+    prob = neyman_pearson(X, y, ids, 0.5)
+    assert sum(p.n_samples for p in prob.clients) == 40
+
+
+@pytest.mark.parametrize("bad", [2.0, -1.0, np.nan, 0.5])
+def test_neyman_pearson_refuses_labels_outside_0_1_naming_client_and_count(bad):
+    X, y, ids = _np_rows()
+    y[[1, 5, 9, 2]] = bad                    # rows 1, 5, 9 belong to client 1; row 2 to 2
+    with pytest.raises(ValueError, match=r"neyman_pearson: y must hold labels in \{0, 1\}"
+                                         r".*client 1: 3 of 10 rows; client 2: 1 of 10 rows"):
+        neyman_pearson(X, y, ids, 0.5)
+
+
+def test_string_labels_are_refused_not_dropped():
+    X, y, ids = _np_rows()
+    with pytest.raises(ValueError, match="client 0: 10 of 10 rows"):
+        neyman_pearson(X, np.where(y == 1, "pos", "neg"), ids, 0.5)
+
+
+def test_bad_labels_on_server_and_in_fairness_are_named():
+    X, y, ids = _np_rows()
+    ys = y.copy()
+    ys[0] = 3
+    with pytest.raises(ValueError, match=r"server_data: y .*server_data: 1 of 40 rows"):
+        neyman_pearson(X, y, ids, 0.5, server_data=(X, ys))
+    D, _, fids = _fairness_data()
+    s = D.sensitive.astype(float)
+    s[fids == 2] = np.nan
+    with pytest.raises(ValueError, match=r"fairness: sensitive .*client 2: 100 of 100 rows"):
+        fairness(D.X, D.y, s, fids)
+    with pytest.raises(ValueError, match=r"norm_ball_logistic: data: y .*client 0: 1 of"):
+        norm_ball_logistic(data=(X, np.r_[7.0, y[1:]], ids))
