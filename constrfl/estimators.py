@@ -215,6 +215,18 @@ class _CoefPenalty(Regularizer):
         out[:self.k] = c if self.inner is None else self.inner.prox(c, self._split(t) / s)
         return out
 
+    def subgradients(self, w, atol=0.0):
+        """Separable ``inner`` only: ``α·c + ∂R(c)`` on coef, ``{0}`` on the rest."""
+        c = np.asarray(w[:self.k], dtype=np.float64)
+        lo = np.zeros(np.shape(w))
+        hi = np.zeros(np.shape(w))
+        lo[:self.k] = hi[:self.k] = self.alpha * c
+        if self.inner is not None:
+            ilo, ihi = self.inner.subgradients(c, atol)
+            lo[:self.k] += ilo
+            hi[:self.k] += ihi
+        return lo, hi
+
     def dist(self, w, g, atol=0.0):
         c, gc = w[:self.k], g[:self.k] + self.alpha * w[:self.k]
         d = (float(np.max(np.abs(gc), initial=0.0)) if self.inner is None
