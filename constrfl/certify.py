@@ -14,6 +14,7 @@ import numpy as np
 
 from .functions import NoCvxpyForm
 from .kkt import as_multipliers, kkt as compute_kkt
+from .problem import Problem
 from .result import KKT, Multipliers, SolveResult
 
 __all__ = ["certify", "Certificate", "pooled_cvxpy"]
@@ -94,6 +95,37 @@ def _duals(cons, n):
                            for c in cons])
 
 
+def _point(problem, result, multipliers):
+    """``(w, multipliers)`` from a SolveResult or a point; named errors otherwise."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"certify: problem must be a constrfl.Problem, got "
+                        f"{type(problem).__name__}")
+    if isinstance(result, SolveResult):
+        return result.w, result.multipliers
+    w = np.asarray(result)
+    if w.dtype.kind not in "iuf":
+        raise TypeError(f"certify: result must be a SolveResult or a point w (an array of "
+                        f"{problem.dim} real numbers), got {result!r:.60} "
+                        f"({type(result).__name__})")
+    if w.shape != (problem.dim,):
+        raise ValueError(f"certify: the point w has shape {w.shape}, expected "
+                         f"({problem.dim},)")
+    return w.astype(np.float64), multipliers
+
+
+def _solver(solver):
+    """The name of an installed cvxpy solver, upper case; named errors otherwise."""
+    import cvxpy as cp
+    installed = cp.installed_solvers()
+    if not isinstance(solver, str):
+        raise TypeError(f"certify: solver must be the name of a cvxpy solver (a string), "
+                        f"got {solver!r}; installed: {installed}")
+    if solver.upper() not in installed:
+        raise ValueError(f"certify: solver {solver!r} is not an installed cvxpy solver; "
+                         f"installed: {installed}")
+    return solver.upper()
+
+
 def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
             **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
@@ -104,26 +136,27 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
     only (an interior-point solution sits near, not on, kinks, bounds and μ = 0).
     """
     import cvxpy as cp
-    if isinstance(result, SolveResult):
-        w, multipliers = result.w, result.multipliers
-    else:
-        w = np.asarray(result, dtype=np.float64)
+    w, multipliers = _point(problem, result, multipliers)
+    solver = _solver(solver)
     prob, wvar, owned = pooled_cvxpy(problem)
     opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
     t0 = time.perf_counter()
+    failure = None
     for attempt in ([opts, {}] if opts else [{}]):   # tight first, then the defaults
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")       # "inaccurate" is judged below
                 prob.solve(solver=solver, **attempt)
-        except cp.SolverError:
+        except cp.SolverError as err:
+            failure = err
             continue
         if prob.status == cp.OPTIMAL:
             break
     elapsed = time.perf_counter() - t0
     if wvar.value is None:
         raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
-                           "and no solution")
+                           "and no solution"
+                           + (f" (solver error: {failure})" if failure is not None else ""))
     ref_w = np.asarray(wvar.value, dtype=np.float64)
     ref_mult = {p.name: Multipliers(np.maximum(_duals(owned[p.name][0], p.n_ineq), 0.0),
                                     _duals(owned[p.name][1], p.n_eq))

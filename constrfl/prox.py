@@ -26,8 +26,23 @@ __all__ = ["Regularizer", "Zero", "L1", "SquaredL2", "ElasticNet", "Box", "NonNe
            "Boxed", "L2Ball", "L1Ball", "Nuclear"]
 
 
+def _real_array(x, name, owner, what="a real number or an array of real numbers"):
+    """``x`` as a float64 array: TypeError unless it holds real numbers (booleans,
+    strings and None are not numbers)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{owner}: {name} must be {what}, got {x!r} ({type(x).__name__})")
+    return a.astype(np.float64)
+
+
 def _positive(x, name, owner, allow_zero=True):
-    x = float(x)
+    """A finite real ``x ≥ 0`` (``> 0`` unless ``allow_zero``): TypeError when ``x`` is
+    not a real number, ValueError when out of range; both name ``owner`` and ``name``."""
+    a = _real_array(x, name, owner, "a real number")
+    if a.ndim:
+        raise TypeError(f"{owner}: {name} must be a real number, got an array of shape "
+                        f"{a.shape}")
+    x = float(a)
     if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
         raise ValueError(f"{owner}: {name} must be a finite {'non-negative' if allow_zero else 'positive'} "
                          f"number, got {x}")
@@ -211,8 +226,8 @@ class Box(Regularizer):
     separable = True
 
     def __init__(self, lower=-np.inf, upper=np.inf):
-        self.lower = np.asarray(lower, dtype=np.float64)
-        self.upper = np.asarray(upper, dtype=np.float64)
+        self.lower = _real_array(lower, "lower", "Box")
+        self.upper = _real_array(upper, "upper", "Box")
         for name, a in (("lower", self.lower), ("upper", self.upper)):
             if a.ndim > 1 or np.any(np.isnan(a)):
                 raise ValueError(f"Box: {name} must be a scalar or 1-D array without NaN")
