@@ -614,8 +614,8 @@ class FairClassifier(_ConstrainedLogistic):
                 raise ValueError("server_data: X0 and y0 differ in length")
             server = (self._design(X0, offset), y0, (s0 == groups[1]).astype(np.int64))
         s01 = (s == groups[1]).astype(np.int64)
-        problem = problems.fairness(self._design(X, offset), y01.astype(np.int64), s01, ids,
-                                    server_data=server, max_disparity=self.max_disparity,
+        problem = problems.fairness(self._design(X, offset), y01.astype(np.int64), ids,
+                                    self.max_disparity, sensitive=s01, server_data=server,
                                     regularizer=self._penalty(X.shape[1]))
         if not any(p.n_ineq for p in problem.parties):
             warnings.warn("FairClassifier.fit: no client holds rows of both sensitive groups "

@@ -204,8 +204,8 @@ def _fairness_data():
 @pytest.fixture(scope="module")
 def fair():
     D, S, ids = _fairness_data()
-    prob = fairness(D.X, D.y, D.sensitive, ids, server_data=(S.X, S.y, S.sensitive),
-                    max_disparity=0.05)
+    prob = fairness(D.X, D.y, ids, 0.05, sensitive=D.sensitive,
+                    server_data=(S.X, S.y, S.sensitive))
     return prob, {m: cf.solve(prob, method=m, tol=TOL) for m in METHODS}
 
 
@@ -252,12 +252,12 @@ def test_fairness_skips_a_client_without_one_subgroup():
     D, _, ids = _fairness_data()
     ids = ids.copy()
     ids[(ids == 1) & (D.sensitive == 1)] = 0          # client 1: only subgroup a left
-    prob = fairness(D.X, D.y, D.sensitive, ids, max_disparity=0.05)
+    prob = fairness(D.X, D.y, ids, max_disparity=0.05, sensitive=D.sensitive)
     assert [c.n_ineq for c in prob.clients] == [2, 0, 2]
     assert prob.server.is_empty
     res = cf.solve(prob, method="fedproxal", tol=TOL)
     assert res.status == "optimal", res.message
-    no_local = fairness(D.X, D.y, D.sensitive, ids, local=False)
+    no_local = fairness(D.X, D.y, ids, sensitive=D.sensitive, local=False)
     assert [c.n_ineq for c in no_local.clients] == [0, 0, 0]
 
 
@@ -345,6 +345,22 @@ def test_bad_labels_on_server_and_in_fairness_are_named():
     s = D.sensitive.astype(float)
     s[fids == 2] = np.nan
     with pytest.raises(ValueError, match=r"fairness: sensitive .*client 2: 100 of 100 rows"):
-        fairness(D.X, D.y, s, fids)
+        fairness(D.X, D.y, fids, sensitive=s)
     with pytest.raises(ValueError, match=r"norm_ball_logistic: data: y .*client 0: 1 of"):
         norm_ball_logistic(data=(X, np.r_[7.0, y[1:]], ids))
+
+
+def test_data_templates_share_one_argument_order():
+    """``(X, y, client_ids, <bound>, *, ...)``; an old-order fairness call (sensitive
+    third) fails loudly instead of using client_ids as the bound."""
+    import inspect
+    for template, bound in ((neyman_pearson, "max_class1_loss"), (fairness, "max_disparity")):
+        params = list(inspect.signature(template).parameters.values())
+        assert [p.name for p in params[:4]] == ["X", "y", "client_ids", bound]
+        assert all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params[:4])
+        assert all(p.kind == p.KEYWORD_ONLY for p in params[4:])
+    D, _, ids = _fairness_data()
+    with pytest.raises(TypeError, match="fairness: max_disparity must be a real number"):
+        fairness(D.X, D.y, D.sensitive, ids, sensitive=D.sensitive)
+    with pytest.raises(TypeError, match="sensitive"):
+        fairness(D.X, D.y, ids, 0.1)

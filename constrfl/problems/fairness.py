@@ -38,14 +38,17 @@ def _disparity(La, Lb, delta):
     return [La - Lb - delta, Lb - La - delta]
 
 
-def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *,
+def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None,
              local=True, regularizer=None):
     """Eq. (32): ``min (1/n) Σᵢ Lᵢ(w)`` s.t. for i = 0..n
     ``L(w; Dᵢᵃ) − L(w; Dᵢᵇ) ≤ δ`` and ``L(w; Dᵢᵇ) − L(w; Dᵢᵃ) ≤ δ``.
 
     ``L`` is the mean logistic loss (31), ``Lᵢ`` that of all of client i's rows,
     ``δ = max_disparity``, ``a``/``b`` the rows with ``sensitive`` 0/1 (labels ``y`` and
-    ``sensitive`` in {0, 1}).  ``client_ids[j]`` names the client of row j (clients in
+    ``sensitive`` in {0, 1}, one entry per row; a keyword argument).  ``X`` is a 2-D
+    array or any ``scipy.sparse`` matrix (kept sparse).  The argument order is that of
+    every template: ``(X, y, client_ids, <bound>, *, ...)``.
+    ``client_ids[j]`` names the client of row j (clients in
     sorted order, named ``client-<id>``).  Each client holds its pair of disparity
     constraints (``local=False`` drops them); **a client lacking rows of one subgroup
     gets no disparity constraints** (its disparity is undefined) but keeps its objective.
