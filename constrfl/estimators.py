@@ -27,13 +27,19 @@ probabilities.  The objective is the template's, plus the penalty
 ``(alpha/2)‖coef‖² + regularizer(coef)``:
 
 * ``fit_intercept=True`` appends a column of ones to X internally; its weight is
-  ``intercept_``.  **The penalty and the regularizer act on coef only**; the intercept is
+  ``intercept_``.  **If X already ends with a column of ones** (the loaders of
+  :mod:`constrfl.problems.datasets` append one), that column is taken as the intercept
+  instead of adding a second one: its ``coef_`` entry is 0, ``regularizer`` acts on the
+  other ``n_features − 1`` columns, and the model is exactly that fitted on X without
+  the column.  (With ``fit_intercept=False`` a ones column is an ordinary feature.)
+  **The penalty and the regularizer act on coef only**; the intercept is
   free (as in scikit-learn's LogisticRegression).  Because it is free, the solver works
   with the features centred by their pooled column means ``m`` (score
   ``coef·(x − m) + b′``, and ``intercept_ = b′ − coef·m``): an exact reparametrization
   (same losses, constraints and solution) that keeps the solve well conditioned when the
   features are far from 0; with features of mean 100 it is the difference between 8
-  outer iterations and 200 without convergence.  ``result_`` (``w``, ``kkt``) is in these
+  outer iterations and 200 without convergence.  A ``scipy.sparse`` X is not centred
+  (that would densify it) and stays sparse.  ``result_`` (``w``, ``kkt``) is in these
   centred coordinates, ``result_.w = [coef, b′]``.  In a real deployment the means cost
   every client one message (its column sums and row count) that ``result_.rounds`` and
   ``bytes_up`` do not count.  Scale still matters: standardize the features (e.g.
@@ -246,6 +252,64 @@ class _CoefPenalty(Regularizer):
             self.inner.check_dim(self.k)
 
 
+# -- the solver's coordinates ---------------------------------------------------------------
+
+def _ends_with_ones(X):
+    """True when the last column of X (dense or sparse) is all ones."""
+    if X.shape[1] == 0:
+        return False
+    last = X[:, [X.shape[1] - 1]]
+    if sp.issparse(last):
+        return last.nnz == X.shape[0] and bool(np.all(last.data == 1.0))
+    return bool(np.all(last == 1.0))
+
+
+class _Coordinates:
+    """The exact reparametrization the solver works in (see the module doc).
+
+    The first ``k`` columns of X are the features ``F`` (all columns, or all but the
+    last when ``fit_intercept`` and X already ends with a column of ones: that column
+    *is* the intercept, no second one is added).  The solver's design is
+    ``[(F − m)/σ, 1]`` (``[(F − m)/σ]`` without an intercept), with ``m`` the column
+    means of a dense F when there is an intercept (0 for a sparse F: centring would
+    densify it) and ``σ`` the column scales (1 here).  A solver point ``(c̃, b̃)`` is the
+    model ``coef = c̃/σ``, ``intercept = b̃ − m·coef``; the ones column's coef is 0.
+    """
+
+    def __init__(self, X, fit_intercept, scale=None):
+        self.n_features = X.shape[1]
+        self.fit_intercept = bool(fit_intercept)
+        self.ones = self.fit_intercept and _ends_with_ones(X)
+        self.k = self.n_features - 1 if self.ones else self.n_features
+        F = X[:, :self.k]
+        self.sparse = sp.issparse(X)
+        self.mean = (np.asarray(F.mean(axis=0), dtype=np.float64).ravel()
+                     if self.fit_intercept and not self.sparse else np.zeros(self.k))
+        self.scale = np.ones(self.k) if scale is None else scale
+
+    def design(self, X):
+        """The solver's rows for rows ``X`` (a client's or the server's)."""
+        F = X[:, :self.k]
+        if sp.issparse(F) and not np.any(self.mean):        # sparse stays sparse
+            Z = sp.csr_array(F, dtype=np.float64) @ sp.diags_array(1.0 / self.scale)
+            if not self.fit_intercept:
+                return sp.csr_array(Z)
+            return sp.hstack([Z, np.ones((X.shape[0], 1))], format="csr")
+        if sp.issparse(F):              # sparse server rows, dense centred clients
+            F = F.toarray()
+        Z = (np.asarray(F, dtype=np.float64) - self.mean) / self.scale
+        if not self.fit_intercept:
+            return np.ascontiguousarray(Z)
+        return np.hstack([Z, np.ones((X.shape[0], 1))])
+
+    def model(self, w):
+        """``(coef (n_features,), intercept)`` of a solver point ``w``."""
+        coef = np.zeros(self.n_features)
+        coef[:self.k] = np.asarray(w[:self.k], dtype=np.float64) / self.scale
+        intercept = float(w[self.k] - coef[:self.k] @ self.mean) if self.fit_intercept else 0.0
+        return coef, intercept
+
+
 # -- shared machinery ----------------------------------------------------------------------
 
 _RESERVED = ("method", "tol", "beta", "seed")
@@ -343,32 +407,16 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
                              "parameters (random_state for seed)")
         return dict(opts)
 
-    def _offset(self, X):
-        """The shift of the solver's coordinates: the column means of a dense X with an
-        intercept (an exact reparametrization, see the module doc), else 0 (a sparse X
-        is not centred: that would densify it)."""
-        if self.fit_intercept and not sp.issparse(X):
-            return X.mean(axis=0)
-        return np.zeros(X.shape[1])
+    def _coordinates(self, X):
+        """The solver's coordinates for this fit (see :class:`_Coordinates`)."""
+        return _Coordinates(X, self.fit_intercept)
 
-    def _design(self, X, offset):
-        """``X − offset`` with a column of ones appended when ``fit_intercept``; a
-        sparse X stays sparse (CSR; its offset is 0)."""
-        if sp.issparse(X):
-            X = sp.csr_array(X, dtype=np.float64)
-            if not self.fit_intercept:
-                return X
-            return sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
-        if not self.fit_intercept:
-            return np.ascontiguousarray(X, dtype=np.float64)
-        return np.hstack([X - offset, np.ones((X.shape[0], 1))])
-
-    def _penalty(self, n_features):
+    def _penalty(self, coords):
         if self.alpha == 0 and self.regularizer is None:
             return None
-        return _CoefPenalty(self.alpha, self.regularizer, n_features)
+        return _CoefPenalty(self.alpha, self.regularizer, coords.k)
 
-    def _solve_and_store(self, problem, offset, classes, options):
+    def _solve_and_store(self, problem, coords, classes, options):
         res = solve(problem, method=self.method, tol=self.tol, beta=self.beta,
                     seed=_seed(self.random_state), **options)
         if res.status != "optimal":
@@ -385,15 +433,13 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
                                        "on_failure='warn' keeps the model instead.", res)
             warnings.warn(text + " Inspect result_.status and result_.kkt.",
                           ConvergenceWarning, stacklevel=3)
-        n_features = len(offset)
-        coef = np.array(res.w[:n_features], dtype=np.float64)
+        coef, intercept = coords.model(res.w)
         self.classes_ = classes
         self.coef_ = coef.reshape(1, -1)
-        self.intercept_ = np.array([res.w[n_features] - coef @ offset if self.fit_intercept
-                                    else 0.0])
+        self.intercept_ = np.array([intercept])
         self.result_ = res
         if not HAVE_SKLEARN:
-            self.n_features_in_ = n_features
+            self.n_features_in_ = coords.n_features
         return self
 
     def _encode_server_labels(self, y0, classes):
@@ -543,17 +589,17 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
                                      f"{_py(classes[k])!r}: "
                                      "each client needs rows of both classes (the "
                                      "Neyman-Pearson problem is undefined otherwise)")
-        offset = self._offset(X)
+        coords = self._coordinates(X)
         server = None
         if server_data is not None:
             X0, y0 = _pair(server_data, 2, "(X0, y0)")
             X0 = self._server_X(X0, X.shape[1])
-            server = (self._design(X0, offset), self._encode_server_labels(y0, classes))
-        problem = problems.neyman_pearson(self._design(X, offset), y01.astype(np.float64), ids,
+            server = (coords.design(X0), self._encode_server_labels(y0, classes))
+        problem = problems.neyman_pearson(coords.design(X), y01.astype(np.float64), ids,
                                           max_class1_loss=self.max_class1_loss,
                                           server_data=server,
-                                          regularizer=self._penalty(X.shape[1]))
-        return self._solve_and_store(problem, offset, classes, options)
+                                          regularizer=self._penalty(coords))
+        return self._solve_and_store(problem, coords, classes, options)
 
     def _server_X(self, X0, d):
         X0 = _as_2d_float(X0, "server_data X")
@@ -593,7 +639,7 @@ class FairClassifier(_ConstrainedLogistic):
         options = self._check_params()
         ids = _ids(client_ids, X.shape[0])
         s = _as_labels(sensitive, X.shape[0], "sensitive")
-        offset = self._offset(X)
+        coords = self._coordinates(X)
         server = None
         groups_of = [s]
         if server_data is not None:
@@ -612,16 +658,16 @@ class FairClassifier(_ConstrainedLogistic):
             y0 = self._encode_server_labels(y0, classes)
             if len(y0) != X0.shape[0]:
                 raise ValueError("server_data: X0 and y0 differ in length")
-            server = (self._design(X0, offset), y0, (s0 == groups[1]).astype(np.int64))
+            server = (coords.design(X0), y0, (s0 == groups[1]).astype(np.int64))
         s01 = (s == groups[1]).astype(np.int64)
-        problem = problems.fairness(self._design(X, offset), y01.astype(np.int64), ids,
+        problem = problems.fairness(coords.design(X), y01.astype(np.int64), ids,
                                     self.max_disparity, sensitive=s01, server_data=server,
-                                    regularizer=self._penalty(X.shape[1]))
+                                    regularizer=self._penalty(coords))
         if not any(p.n_ineq for p in problem.parties):
             warnings.warn("FairClassifier.fit: no client holds rows of both sensitive groups "
                           "and there is no server_data, so no disparity constraint applies "
                           "(plain penalized logistic regression)", UserWarning, stacklevel=2)
-        return self._solve_and_store(problem, offset, classes, options)
+        return self._solve_and_store(problem, coords, classes, options)
 
 
 def _py(x):

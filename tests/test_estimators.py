@@ -396,3 +396,25 @@ def test_sparse_input_stays_sparse_and_fits_the_same_model(monkeypatch):
     assert max(loss[(ids == i) & (y == 1)].mean() for i in range(3)) <= 0.5 + 1e-6
     np.testing.assert_allclose(sparse.decision_function(sp.csc_matrix(X)),
                                sparse.decision_function(X), rtol=1e-12, atol=1e-12)
+
+
+def test_a_trailing_ones_column_is_the_intercept():
+    """The loaders' X ends with a column of ones: it is taken as the intercept (no
+    second one is added, its coef_ is 0), which gives exactly the model fitted on X
+    without that column: the solver sees the same design either way."""
+    import scipy.sparse as sp
+    ds = make_classification(240, 3, seed=0)
+    with_ones, without = ds.X, ds.X[:, :-1]
+    a = NeymanPearsonClassifier(R).fit(without, ds.y)
+    b = NeymanPearsonClassifier(R).fit(with_ones, ds.y)
+    assert b.result_.w.shape == (4,) and b.coef_.shape == (1, 4) and b.coef_[0, 3] == 0.0
+    np.testing.assert_array_equal(b.coef_[0, :3], a.coef_[0])
+    assert b.intercept_[0] == a.intercept_[0]
+    np.testing.assert_allclose(b.decision_function(with_ones), a.decision_function(without),
+                               rtol=1e-12, atol=1e-12)
+    c = NeymanPearsonClassifier(R).fit(sp.csr_matrix(with_ones), ds.y)   # sparse: same rule
+    assert c.result_.w.shape == (4,) and c.coef_[0, 3] == 0.0
+    np.testing.assert_allclose(c.coef_, b.coef_, atol=1e-4)
+    # without fit_intercept the ones column is an ordinary (penalized) feature
+    d = NeymanPearsonClassifier(0.5, fit_intercept=False).fit(with_ones, ds.y)
+    assert d.result_.w.shape == (4,) and d.intercept_[0] == 0.0 and d.coef_[0, 3] != 0.0

@@ -364,3 +364,16 @@ def test_data_templates_share_one_argument_order():
         fairness(D.X, D.y, D.sensitive, ids, sensitive=D.sensitive)
     with pytest.raises(TypeError, match="sensitive"):
         fairness(D.X, D.y, ids, 0.1)
+
+
+def test_lcqp_attaches_its_solution_as_w_true():
+    """w_true from the KKT linear solve agrees with cvxpy's solution of the pooled
+    problem and is a KKT point (multipliers estimated by cf.kkt)."""
+    for kw in (dict(n_clients=3, dim=10, rows_per_client=1), dict(n_clients=2, dim=6,
+                                                                    rows_per_client=0)):
+        prob = lcqp(seed=1, **kw)
+        cert = cf.certify(prob, prob.w_true)
+        assert cert.reference_status == "optimal"
+        np.testing.assert_allclose(prob.w_true, cert.reference_w, atol=1e-7)
+        assert cert.kkt.stationarity <= 1e-10 and cert.kkt.feasibility <= 1e-12
+        assert cert.ok
