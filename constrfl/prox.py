@@ -173,14 +173,30 @@ class L1(Regularizer):
 
 
 class SquaredL2(Regularizer):
-    """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``)."""
+    """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``).  ``lam`` may also be a
+    1-D array of per-coordinate weights: ``P(w) = ½ Σⱼ lamⱼ wⱼ²`` (a weighted ridge)."""
 
     separable = True
 
     def __init__(self, lam):
-        self.lam = _positive(lam, "lam", "SquaredL2")
+        a = _real_array(lam, "lam", "SquaredL2", "a real number or a 1-D array of real "
+                                                 "numbers")
+        if a.ndim == 0:
+            self.lam = _positive(lam, "lam", "SquaredL2")
+        elif a.ndim > 1 or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"SquaredL2: lam must be a finite non-negative number or 1-D "
+                             f"array of them, got shape {a.shape}")
+        else:
+            self.lam = a
+
+    def check_dim(self, dim):
+        if np.ndim(self.lam) and np.shape(self.lam) != (dim,):
+            raise ValueError(f"SquaredL2: lam has shape {np.shape(self.lam)}, expected "
+                             f"({dim},)")
 
     def value(self, w):
+        if np.ndim(self.lam):
+            return 0.5 * float(np.sum(self.lam * w * w))
         return 0.5 * self.lam * float(w @ w)
 
     def prox(self, v, t):
@@ -192,6 +208,8 @@ class SquaredL2(Regularizer):
 
     def cvxpy(self, w):
         import cvxpy as cp
+        if np.ndim(self.lam):
+            return 0.5 * cp.sum_squares(cp.multiply(np.sqrt(self.lam), w)), []
         return 0.5 * self.lam * cp.sum_squares(w), []
 
 

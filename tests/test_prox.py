@@ -12,6 +12,7 @@ REGS = {
     "zero": prox.Zero(),
     "l1": prox.L1(0.3),
     "sql2": prox.SquaredL2(0.7),
+    "sql2-weighted": prox.SquaredL2(np.r_[0.0, 0.1, 0.7, 2.0, 5.0, 1e3]),
     "enet": prox.ElasticNet(0.2, 0.5),
     "box": prox.Box(-0.4, np.r_[0.3, 0.3, 0.3, 0.3, np.inf, 0.5]),
     "nonneg": prox.NonNegative(),
@@ -112,6 +113,18 @@ def test_bad_parameters():
         prox.Box(1.0, 0.0)
     with pytest.raises(ValueError, match=r"Box: lower has shape \(2,\), expected \(3,\)"):
         prox.Box([0.0, 0.0], 1.0).check_dim(3)
+    with pytest.raises(ValueError, match=r"SquaredL2: lam has shape \(2,\), expected \(3,\)"):
+        prox.SquaredL2([1.0, 2.0]).check_dim(3)
+    with pytest.raises(ValueError, match="SquaredL2: lam must be a finite non-negative"):
+        prox.SquaredL2([1.0, -2.0])
+
+
+def test_weighted_ridge_value_and_dist():
+    lam = REGS["sql2-weighted"].lam
+    w, g = rng.standard_normal(d), rng.standard_normal(d)
+    assert REGS["sql2-weighted"].value(w) == pytest.approx(0.5 * np.sum(lam * w ** 2), rel=1e-14)
+    assert REGS["sql2-weighted"].dist(w, g) == pytest.approx(np.max(np.abs(g + lam * w)),
+                                                             rel=1e-14)
 
 
 # -- sums with a box ----------------------------------------------------------------------

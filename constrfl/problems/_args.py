@@ -3,10 +3,15 @@ the argument and, for labels, the client."""
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..functions import as_data_matrix
+
+# Feature scales (column max |x|) more than this far apart draw a warning.
+SCALE_RATIO_WARN = 100.0
 
 
 def int_arg(owner, name, value, minimum=1, maximum=None):
@@ -66,6 +71,27 @@ def labels01(owner, name, y, ids=None, where="client"):
                          f"{'; '.join(parts)} hold other values (e.g. {plain(example)!r}). "
                          "Map the labels to 0/1 first; no row is dropped")
     return y.astype(np.float64)
+
+
+def warn_if_badly_scaled(owner, X, stacklevel=3):
+    """UserWarning when the columns' scales (max |x_j| over the rows, all-zero columns
+    left out) differ by more than ``SCALE_RATIO_WARN``: the solvers' tolerances are
+    absolute and their speed depends on the conditioning.  One-hot and standardized
+    columns have max |x| of order 1, so they do not trigger it."""
+    scale = (abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
+             else np.max(np.abs(X), axis=0))
+    scale = np.asarray(scale, dtype=np.float64)
+    live = np.flatnonzero(scale > 0)
+    if live.size < 2:
+        return
+    hi, lo = live[np.argmax(scale[live])], live[np.argmin(scale[live])]
+    ratio = scale[hi] / scale[lo]
+    if ratio > SCALE_RATIO_WARN:
+        warnings.warn(f"{owner}: feature scales differ by {ratio:.3g}x (max |x| of column "
+                      f"{hi} is {scale[hi]:.3g}, of column {lo} {scale[lo]:.3g}): "
+                      "standardize the columns (e.g. sklearn's StandardScaler) or use "
+                      "constrfl's estimators, which scale internally; badly scaled "
+                      "features cost many more rounds", UserWarning, stacklevel=stacklevel)
 
 
 def plain(x):

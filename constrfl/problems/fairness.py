@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import labels01, real_arg, rows
+from ._args import labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["fairness"]
 
@@ -60,6 +60,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
     raises ValueError, since no convex ground truth exists.
     """
     X, y, s, ids = _owner_rows(X, y, sensitive, client_ids)
+    warn_if_badly_scaled(OWNER, X)
     max_disparity = real_arg(OWNER, "max_disparity", max_disparity, positive=True)
     labels = np.unique(ids)
     if labels.size == 0:

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import labels01, plain, real_arg, rows
+from ._args import labels01, plain, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["neyman_pearson"]
 
@@ -25,6 +25,7 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
     server's rows.
     """
     X, y, ids = rows(OWNER, X, y=y, client_ids=client_ids)
+    warn_if_badly_scaled(OWNER, X)
     r = real_arg(OWNER, "max_class1_loss", max_class1_loss, positive=True)
     y = labels01(OWNER, "y", y, ids)
     labels = np.unique(ids)

@@ -7,7 +7,7 @@ import numpy as np
 from .. import functions as fn
 from .. import prox
 from ..problem import Client, Problem
-from ._args import int_arg, labels01, real_arg, rows
+from ._args import int_arg, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["norm_ball_logistic"]
 
@@ -53,6 +53,7 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
         except (TypeError, ValueError):
             raise ValueError(f"{owner}: data must be a triple (X, y, client_ids)") from None
         X, y, ids = rows(owner, X, prefix="data: ", y=y, client_ids=ids)
+        warn_if_badly_scaled(owner, X)
         y = labels01(owner, "data: y", y, ids)
         w_true = None
     labels = np.unique(ids)
