@@ -13,6 +13,10 @@ A :class:`Function` maps ``w ∈ Rᵈ`` to a scalar (``size is None``) or to ``R
 Functions combine with ``f + g``, ``f - g``, ``a * f``, ``-f``, ``f - 0.2``; the result
 tracks its curvature (``f - g`` with ``g`` not affine is nonconvex).
 
+The row losses (:class:`LeastSquares`, :class:`LogisticLoss`) take X as a 2-D array or
+any ``scipy.sparse`` matrix, kept sparse (CSR).  :class:`SquaredNorm` gives ``‖Aw − b‖²``,
+e.g. a norm ball ``SquaredNorm() - r**2 ≤ 0`` as any party's constraint.
+
 Shapes are checked when a function is built; non-finite data are reported by
 :meth:`Function.check_finite`, which :class:`~constrfl.Client` calls so that the error
 names the client.
