@@ -83,8 +83,8 @@ def run_one(case):
     train, test = load(data, subsample)
     X, y, s = train.X, train.y, train.sensitive
     ids = stratified_split(2 * y + s, n, seed=seed)
-    problem = fairness(X, y, s, ids, server_data=(test.X, test.y, test.sensitive),
-                       max_disparity=DELTA,
+    problem = fairness(X, y, ids, DELTA, sensitive=s,
+                       server_data=(test.X, test.y, test.sensitive),
                        regularizer=C.ridge_regularizer(ridge))
     runs = []
     for label, method, extra in C.solver_variants():
