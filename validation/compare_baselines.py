@@ -124,13 +124,14 @@ class Trace:
         return (0, hit) if hit is not None else (1, worst if np.isfinite(worst) else np.inf)
 
 
-def grid(method, gamma):
-    """The settings tried for a baseline: client rates scaled to the penalty's curvature
-    (1/γ for NP; the Lasso's clients have curvature ≈ 10), server rates for FedOpt."""
+def grid(method, gamma, n):
+    """The settings tried for a baseline: client rates (per unit of the mean client
+    objective, so ×n against F's) scaled to the penalty's curvature (n/γ for NP; the
+    Lasso's clients have curvature ≈ 10/n), server rates for FedOpt."""
     if method == "fedcada":      # Adam steps ≈ η_c a coordinate at any scale: decay helps
         return [dict(client_lr=lr, client_lr_decay=decay) for lr in (1e-2, 1e-3)
                 for decay in (1.0, 0.998)]
-    scale = 1.0 / gamma if gamma else 0.03
+    scale = n * (1.0 / gamma if gamma else 0.03)
     if method in ADAPTIVE:
         return [dict(client_lr=s * scale, server_lr=eta) for s in (1.0, 0.1)
                 for eta in (1.0, 0.1, 0.01)]
@@ -141,7 +142,7 @@ def run_baseline(problem, f_star, method, gamma, rounds, tune_rounds):
     """Tune on ``tune_rounds`` rounds, then run the best setting for ``rounds``."""
     penalty = dict(penalty="quadratic", penalty_weight=gamma) if gamma else {}
     best, best_score = None, None
-    for options in grid(method, gamma):
+    for options in grid(method, gamma, problem.n_clients):
         res = cf.solve(problem, method=method, rounds=tune_rounds, local_steps=K,
                        **penalty, **options)
         score = Trace("", res, f_star).score()
