@@ -20,6 +20,7 @@ from .solvers.proxal import OuterState, proximal_al
 __all__ = ["solve", "execute", "METHODS", "BASELINES", "settings_for"]
 
 METHODS = ("fedproxal", "cproxal")
+INNER = ("admm", "newton", "newton-cg")
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
 
@@ -127,8 +128,8 @@ def settings_for(method, options):
     if method == "cproxal" and "inner" in options:
         raise TypeError("solve() option 'inner' does not apply to method 'cproxal' "
                         "(it solves the pooled subproblem by proximal Newton)")
-    if inner not in ("admm", "newton"):
-        raise ValueError(f"inner must be 'admm' or 'newton', got {inner!r}")
+    if inner not in INNER:
+        raise ValueError(f"inner must be one of {INNER}, got {inner!r}")
     own = ADMM_OPTIONS if method == "fedproxal" and inner == "admm" else NEWTON_OPTIONS
     allowed = dict(OUTER_OPTIONS, **own)
     unknown = sorted(set(options) - set(allowed) - {"inner"})
@@ -195,8 +196,9 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
 def _inner_solver(problem, method, settings, fed):
     if method == "cproxal":
         return Newton(problem.regularizer, settings["max_inner"], batch=1)
-    if settings["inner"] == "newton":
-        return Newton(problem.regularizer, settings["max_inner"])
+    if settings["inner"] in ("newton", "newton-cg"):
+        return Newton(problem.regularizer, settings["max_inner"],
+                      cg=settings["inner"] == "newton-cg")
     return ADMM(fed.clients, _rhos(problem, settings["rho"]), problem.regularizer,
                 q=settings["q"], max_iter=settings["max_inner"],
                 adaptive_rho=bool(settings["adaptive_rho"]),

@@ -94,6 +94,16 @@ _NEGATE = {"affine": "affine", "convex": "concave", "concave": "convex",
            "nonconvex": "nonconvex"}
 
 
+def _total(parts):
+    """The sum of Hessian parts; None as soon as one of them is unavailable."""
+    out = 0.0
+    for part in parts:
+        if part is None:
+            return None
+        out = out + part
+    return out
+
+
 def _sum_curvature(curvs):
     kinds = set(curvs) - {"affine"}
     if not kinds:
@@ -119,6 +129,12 @@ class Function:
 
     def hess(self, w, y=None):
         return None
+
+    def hessvec(self, w, v, y=None):
+        """``∇²f(w) v`` (times ``y``, or ``Σⱼ yⱼ ∇²fⱼ(w) v`` for a vector function), or
+        None when no Hessian is available.  Cheap overrides avoid the d×d matrix."""
+        H = self.hess(w, y)
+        return None if H is None else H @ v
 
     def value_grad(self, w):
         return self.value(w), self.grad(w)
@@ -228,7 +244,11 @@ class Sum(Function):
         return v, g
 
     def hess(self, w, y=None):
-        return sum(f.hess(w, a if y is None else a * y) for f, a in zip(self.terms, self.weights))
+        return _total(f.hess(w, a if y is None else a * y) for f, a in zip(self.terms, self.weights))
+
+    def hessvec(self, w, v, y=None):
+        return _total(f.hessvec(w, v, a if y is None else a * y)
+                      for f, a in zip(self.terms, self.weights))
 
     def minibatch_grad(self, w, rng, batch_size=None):
         return sum(a * f.minibatch_grad(w, rng, batch_size)
@@ -290,6 +310,10 @@ class Quadratic(Function):
     def hess(self, w, y=None):
         return self.A if y is None else y * self.A
 
+    def hessvec(self, w, v, y=None):
+        Av = self.A @ v
+        return Av if y is None else y * Av
+
     def cvxpy(self, w):
         import cvxpy as cp
         if self.curvature == "affine":
@@ -331,6 +355,9 @@ class Affine(Function):
 
     def hess(self, w, y=None):
         return np.zeros((self.dim, self.dim))
+
+    def hessvec(self, w, v, y=None):
+        return np.zeros(self.dim)
 
     def cvxpy(self, w):
         return self.C @ w + self.d
@@ -391,6 +418,10 @@ class SquaredNorm(Function):
     def hess(self, w, y=None):
         H = 2.0 * np.eye(np.shape(w)[0]) if self._H is None else self._H
         return H if y is None else y * H
+
+    def hessvec(self, w, v, y=None):
+        Hv = 2.0 * (v if self.A is None else self.A.T @ (self.A @ v))
+        return Hv if y is None else y * Hv
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -481,6 +512,10 @@ class LeastSquares(_RowLoss):
             self._H = kernels.lsq_hess(self._Xk, self.s)
         return self._H if y is None else y * self._H
 
+    def hessvec(self, w, v, y=None):
+        Hv = kernels.lsq_hessvec(self._Xk, self.s, v)
+        return Hv if y is None else y * Hv
+
     def cvxpy(self, w):
         import cvxpy as cp
         r = np.sqrt(self.s)
@@ -510,6 +545,10 @@ class LogisticLoss(_RowLoss):
     def hess(self, w, y=None):
         H = kernels.logistic_value_grad_hess(self._Xk, self.y, self.s, w)[2]
         return H if y is None else y * H
+
+    def hessvec(self, w, v, y=None):
+        Hv = kernels.logistic_hessvec(self._Xk, self.y, self.s, w, v)
+        return Hv if y is None else y * Hv
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -592,6 +631,9 @@ class Cached(Function):
         if self._H is None:
             return None
         return self._H.copy() if y is None else y * self._H
+
+    def hessvec(self, w, v, y=None):
+        return self.f.hessvec(w, v, y)
 
     def minibatch_grad(self, w, rng, batch_size=None):
         return self.f.minibatch_grad(w, rng, batch_size)

@@ -262,3 +262,35 @@ def lsq_grad_rows(X, y, s, w, idx):
         _axpy(s[j] * (_dot(x, w) - y[j]), x, g)
         S += s[j]
     return g / S
+
+
+@numba.njit(cache=True)
+def logistic_hessvec(X, y, s, w, v):
+    """(1/S) Xᵀ diag(s σ(z)(1 − σ(z))) X v, z = Xw: two passes over the rows, no d×d."""
+    d = _shape(X)[1]
+    out = np.zeros(d)
+    z = _matvec(X, w)
+    for j in range(z.shape[0]):
+        x = _row(X, j)
+        _axpy(s[j] * _logistic_point(z[j], y[j])[2] * _dot(x, v), x, out)
+    return out / np.sum(s)
+
+
+@numba.njit(cache=True)
+def _matvec(X, w):
+    n = _shape(X)[0]
+    z = np.empty(n)
+    for j in range(n):
+        z[j] = _dot(_row(X, j), w)
+    return z
+
+
+@numba.njit(cache=True)
+def lsq_hessvec(X, s, v):
+    """(1/S) Xᵀ diag(s) X v."""
+    d = _shape(X)[1]
+    out = np.zeros(d)
+    for j in range(_shape(X)[0]):
+        x = _row(X, j)
+        _axpy(s[j] * _dot(x, v), x, out)
+    return out / np.sum(s)

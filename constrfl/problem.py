@@ -129,6 +129,27 @@ class Party:
         H = _call("objective", self.objective, "hess", w)
         return None if H is None else _checked("objective", "Hessian", H, (w.size, w.size))
 
+    def f_hessvec(self, w, v):
+        """∇²fᵢ(w) v (zeros without an objective, None when it has no Hessian)."""
+        if self.objective is None:
+            return np.zeros_like(w)
+        Hv = _call("objective", self.objective, "hessvec", w, v)
+        return None if Hv is None else _checked("objective", "Hessian product", Hv, (w.size,))
+
+    def c_hessvec(self, w, v, y):
+        """``Σⱼ yⱼ ∇²cⱼ(w) v`` over the stacked inequality rows (None if a constraint with
+        a nonzero weight has no Hessian)."""
+        out, start = np.zeros_like(w), 0
+        for k, (c, m) in enumerate(zip(self.constraints, self.ineq_sizes)):
+            yc = y[start] if c.size is None else y[start:start + m]
+            start += m
+            if np.any(yc != 0) and not c.is_affine:
+                Hv = _call(f"constraints[{k}]", c, "hessvec", w, v, yc)
+                if Hv is None:
+                    return None
+                out = out + _checked(f"constraints[{k}]", "Hessian product", Hv, (w.size,))
+        return out
+
     def c_value(self, w):
         if not self.constraints:
             return np.zeros(0)

@@ -53,6 +53,22 @@ def test_scalar_derivatives(name):
 
 
 @pytest.mark.parametrize("name", sorted(SCALAR))
+def test_hessian_vector_products(name):
+    """hessvec (cheap, no d×d matrix for the row losses) equals hess @ v, also weighted."""
+    f = SCALAR[name]
+    w, v = rng.standard_normal(f.dim or d), rng.standard_normal(f.dim or d)
+    assert np.allclose(f.hessvec(w, v), f.hess(w) @ v, rtol=1e-12, atol=1e-13)
+    assert np.allclose(f.hessvec(w, v, 0.3), 0.3 * (f.hess(w) @ v), rtol=1e-12, atol=1e-13)
+
+
+def test_hessvec_of_a_sum_with_an_unknown_hessian_is_none():
+    blind = fn.Custom(lambda w: w @ w, lambda w: 2 * w, dim=d)
+    f = blind + fn.Quadratic(A)
+    w = rng.standard_normal(d)
+    assert f.hess(w) is None and f.hessvec(w, w) is None
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
 def test_cvxpy_form_matches_value(name):
     f = SCALAR[name]
     w = rng.standard_normal(f.dim or d)

@@ -109,7 +109,7 @@ def test_options_belong_to_their_method():
     p = np_problem(2, 0.4, rows=200)
     with pytest.raises(TypeError, match=r"do not apply to method 'fedavg': \['beta'\]"):
         cf.solve(p, method="fedavg", beta=300.0, penalty="quadratic")
-    with pytest.raises(ValueError, match="inner must be 'admm' or 'newton'"):
+    with pytest.raises(ValueError, match=r"inner must be one of \('admm', 'newton', 'newton-cg'\)"):
         cf.solve(p, inner="bfgs")
 
 

@@ -25,6 +25,8 @@ docs/algorithms.md):
   ρᵢ ← scale·ρᵢ, (19) to ‖∇‖∞ ≤ tol, (20).  Reply: eᵢ, vᵢ, ‖uᵢ − w‖∞, ρᵢ.
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
+* ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
+  generalized Hessian at w times v (the Hessian-free Newton-CG; d floats up).
 * ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
   ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` its largest violation.
 * ``sgd.train``, ``dual.train``, ``adam.train`` {x, lr, steps, round, n_clients,
@@ -211,6 +213,27 @@ def newton_eval(msg, state, site):
     return _evaluate(_term(state, site.party), msg), state
 
 
+@handles(M.NEWTON_HVP)
+def newton_hvp(msg, state, site):
+    """The party's Hessian (of its AL term, or with ``violation`` of its violation term)
+    at w times v; by a finite difference of its own gradients where a function has no
+    Hessian."""
+    term = (_violation_term(site.party) if msg.get("violation")
+            else _term(state, site.party))
+    w, v = msg["w"], msg["v"]
+    Hv = term.hessvec(w, v)
+    if Hv is None:
+        eps = 1e-7 * (1.0 + float(np.max(np.abs(w)))) / max(float(np.max(np.abs(v))), 1e-300)
+        Hv = (term(w + eps * v, 1)[1] - term(w, 1)[1]) / eps
+    return {"hv": Hv}, state
+
+
+def _violation_term(party):
+    """‖[cᵢ]₊‖² + ‖hᵢ‖²: the AL term without objective, at zero multipliers, β = 2."""
+    return AugmentedTerm(party, 2.0, np.zeros(party.n_ineq), np.zeros(party.n_eq),
+                         objective=False)
+
+
 @handles(M.FEAS_EVAL)
 def feas_eval(msg, state, site):
     """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
@@ -221,9 +244,7 @@ def feas_eval(msg, state, site):
         c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
         worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
         return {"violation": worst, "convex": party.is_convex}, state
-    term = AugmentedTerm(party, 2.0, np.zeros(party.n_ineq), np.zeros(party.n_eq),
-                         objective=False)
-    return _evaluate(term, msg), state
+    return _evaluate(_violation_term(party), msg), state
 
 
 # -- the baselines' clients -----------------------------------------------------------------

@@ -31,6 +31,7 @@ class MessageType:
     ADMM_START = "admm.start"      # Algorithm 2: uᵢ = wᵏ, λᵢ (cold or warm), upload vᵢ
     ADMM_STEP = "admm.step"        # Algorithm 2: (22), (19), (20)
     NEWTON_EVAL = "newton.eval"    # ALᵢ at trial points (+ gradient, Hessian)
+    NEWTON_HVP = "newton.hvp"      # ∇²ALᵢ(w) v, for Newton-CG
     FEAS_EVAL = "feas.eval"        # ‖[cᵢ]₊‖² + ‖hᵢ‖² likewise (infeasibility check)
     SGD_TRAIN = "sgd.train"        # FedAvg/FedOpt/FedMid(-OSP) clients: K local steps
     DUAL_TRAIN = "dual.train"      # FedDualAvg clients

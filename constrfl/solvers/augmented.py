@@ -60,6 +60,27 @@ class AugmentedTerm:
                     H += beta * (J.T @ J)
         return val, (g if order >= 1 else None), H
 
+    def hessvec(self, w, v):
+        """The generalized Hessian times v, without forming it (None when a function
+        that enters it has no Hessian)."""
+        party, beta = self.party, self.beta
+        Hv = party.f_hessvec(w, v) if self.objective else np.zeros(w.size)
+        if Hv is None:
+            return None
+        if party.n_ineq:
+            c, J = party.c_value_jac(w)
+            p = np.maximum(self.mu + beta * c, 0.0)
+            if p.any():
+                JA = J[p > 0]
+                Hc = party.c_hessvec(w, v, p)
+                if Hc is None:
+                    return None
+                Hv = Hv + beta * (JA.T @ (JA @ v)) + Hc
+        if party.n_eq:
+            J = party.h_jac(w)
+            Hv = Hv + beta * (J.T @ (J @ v))
+        return Hv
+
     def new_multipliers(self, w):
         """Step 3 of Algorithm 1: ``μ⁺ = [μ + βc(w)]₊``, ``ν⁺ = ν + βh(w)``."""
         mu = np.maximum(self.mu + self.beta * self.party.c_value(w), 0.0)

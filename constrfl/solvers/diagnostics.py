@@ -48,12 +48,15 @@ def domain(P):
     return P if isinstance(P, (Box, L1Ball, L2Ball)) else Zero()
 
 
-def violation_check(problem, fed, s, eps2):
+def violation_check(problem, fed, s, eps2, cg=False):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
-    the problem is certified infeasible, else raise ``s.beta`` tenfold and return None."""
-    newton = Newton(domain(problem.regularizer), max_iter=MAX_STEPS,
-                    message_type=M.FEAS_EVAL)
-    replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, "order": 2}, include_server=True)
+    the problem is certified infeasible, else raise ``s.beta`` tenfold and return None.
+    ``cg``: by Newton-CG (no Hessians travel) where dom P is everything."""
+    dom = domain(problem.regularizer)
+    newton = Newton(dom, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
+                    cg=cg and isinstance(dom, Zero))
+    replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, "order": newton.order},
+                            include_server=True)
     sub = newton.begin(replies, s.w, STATIONARY, np.inf)
     w, certified = newton.run(fed, sub, np.inf)
     replies = fed.broadcast(M.FEAS_EVAL, {"w": w, "order": 0, "report": True},

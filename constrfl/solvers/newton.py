@@ -1,4 +1,5 @@
-"""Proximal Newton on the subproblem (9), the server's side: ``inner="newton"`` and cProx-AL.
+"""Proximal Newton on the subproblem (9), the server's side: ``inner="newton"``,
+``inner="newton-cg"`` and cProx-AL.
 
 Ψ_k = ψ + P with ψ = Σᵢ ALᵢ + 1/(2β)‖· − wᵏ‖² (a ridge P = λ/2‖·‖² is folded into ψ).
 The parties answer ``newton.eval``: their ALᵢ at trial points, and at the first point
@@ -17,6 +18,10 @@ BFGS model of ∇²ψ instead, one trial per round (each with its gradient).
 
 cProx-AL (Algorithm 3) runs the same code on the pooled problem: a federation that counts
 no traffic, one trial per round.
+
+Newton-CG (``inner="newton-cg"``, a smooth P): no Hessians travel; the Newton direction
+is found by conjugate gradients, one round per Hessian-vector product (d floats up per
+owner), truncated by a forcing term (:meth:`Newton._cg`).  For large d.
 """
 from __future__ import annotations
 
@@ -46,23 +51,34 @@ class NewtonState:
     iterations: int = 0               # Newton steps taken
     quasi: bool = False               # BFGS model instead of Hessians
     stuck: bool = False               # the line search found no decrease
+    z: np.ndarray | None = None       # the step being tried: its full-step point,
+    slope: float = 0.0                # the slope of its line search
+    t: float = 1.0                    # and the next step length to try
+    cg: dict | None = None            # a running CG solve (Newton-CG)
 
 
 class Newton:
     """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
 
-    def __init__(self, regularizer, max_iter=10000, batch=4, message_type=M.NEWTON_EVAL):
+    def __init__(self, regularizer, max_iter=10000, batch=4, message_type=M.NEWTON_EVAL,
+                 cg=False, max_cg=250):
         self.ridge = regularizer.lam if isinstance(regularizer, SquaredL2) else 0.0
         self.P = Zero() if isinstance(regularizer, (Zero, SquaredL2)) else regularizer
-        self.max_iter, self.batch = max_iter, batch
+        if cg and not isinstance(self.P, Zero):
+            raise ValueError(f"Newton-CG needs a smooth regularizer (none or SquaredL2), "
+                             f"got {regularizer!r}; use inner='admm' or 'newton'")
+        self.max_iter, self.batch, self.cg, self.max_cg = max_iter, batch, cg, max_cg
         self.start_type = message_type
+        # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
+        self.order = 1 if cg else 2
+        self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
     def start_message(self, k, beta):
-        return {"order": 2}, None
+        return {"order": self.order}, None
 
     def begin(self, replies, wk, tau, beta):
         s = NewtonState(wk=wk, tau=tau, x=wk)
-        self._take(s, replies, wk, beta)
+        self._take(s, replies, wk, beta, hessian=self.order == 2)
         return s
 
     # -- aggregation ----------------------------------------------------------------
@@ -110,50 +126,85 @@ class Newton:
     # -- the rounds -----------------------------------------------------------------
     def run(self, fed, s, beta):
         """Newton steps until the stop test or ``max_iter``; ``s`` is updated after
-        each completed round.  Returns ``(x, converged)``."""
+        each completed round (the step being tried and a running CG solve included).
+        Returns ``(x, converged)``."""
         P = self.P
         while True:
             if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter):
                 return s.x, s.r <= s.tau
-            if s.g is None or s.H is None:       # evaluate at x (after a short step, or
-                replies = fed.broadcast(self.start_type, {"w": s.x, "order": 2},   # lazily)
+            if s.g is None or (s.H is None and not self.cg):   # evaluate at x
+                replies = fed.broadcast(self.start_type, {"w": s.x, "order": self.order},
                                         include_server=True)
-                self._take(s, replies, s.x, beta)
+                self._take(s, replies, s.x, beta, hessian=not self.cg)
                 continue
-            x, g = s.x, s.g
-            if isinstance(P, Zero):
-                d = newton_direction(s.H, g)
-                if not float(g @ d) < 0:
-                    d = -g
-                z, slope = x + d, float(g @ d)
-            else:
-                z = prox_newton_point(x, g, s.H, P, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r)))
-                slope = min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
-            if not np.all(np.isfinite(z)):
-                raise NonFiniteIterate("non-finite Newton step")
-            F = s.f + P.value(x)
+            if s.z is None:
+                s.z, s.slope = self._step(fed, s, beta)
+                s.t = 1.0
+            x, z = s.x, s.z
             batch = 1 if s.quasi else self.batch
-            t = 1.0
-            while True:
-                w = z if t == 1.0 else x + t * (z - x)
-                msg = {"w": w, "order": 2 if batch > 1 else 1}
-                if batch > 1:
-                    msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
-                replies = list(fed.broadcast(self.start_type, msg, include_server=True).values())
-                points = trial_points(msg)
-                values = self._psi_values(replies, points, s, beta)
-                j = self._first_accepted(replies, points, values, F, slope, t, s, beta)
-                if j is not None:
-                    break
-                t *= 0.5 ** batch
-                if t < 1e-12:                   # no decrease along the step
-                    s.stuck = True
-                    return s.x, False
+            w = z if s.t == 1.0 else x + s.t * (z - x)
+            msg = {"w": w, "order": 2 if batch > 1 and not self.cg else 1}
+            if batch > 1:
+                msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
+            replies = list(fed.broadcast(self.start_type, msg, include_server=True).values())
+            points = trial_points(msg)
+            values = self._psi_values(replies, points, s, beta)
+            j = self._first_accepted(replies, points, values, s.f + P.value(x), s.slope,
+                                     s.t, s, beta)
+            if j is None:
+                s.t *= 0.5 ** batch
+                s.stuck = s.t < 1e-12                  # no decrease along the step
+                continue
             if j == 0:
                 self._take(s, replies, w, beta, values[0], hessian=msg["order"] == 2)
-            else:                               # its gradient and Hessian: next round
+            else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H = points[j], values[j], None, None
+            s.z = None
             s.iterations += 1
+
+    def _step(self, fed, s, beta):
+        """The trial point z of the next step and the slope of its line search."""
+        x, g, P = s.x, s.g, self.P
+        if self.cg:
+            d = self._cg(fed, s, beta)
+        elif isinstance(P, Zero):
+            d = newton_direction(s.H, g)
+        else:
+            z = prox_newton_point(x, g, s.H, P, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r)))
+            if not np.all(np.isfinite(z)):
+                raise NonFiniteIterate("non-finite Newton step")
+            return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
+        if not float(g @ d) < 0:
+            d = -g
+        if not np.all(np.isfinite(d)):
+            raise NonFiniteIterate("non-finite Newton step")
+        return x + d, float(g @ d)
+
+    def _cg(self, fed, s, beta):
+        """Conjugate gradients on (∇²ψ) d = −g, one round per Hessian-vector product
+        (each owner's ∇²ALᵢ(x)v; the server adds (1/β + λ)v), stopped at a residual
+        ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton, Nocedal & Wright §7.1)
+        or ``max_cg`` products.  Its state lives in ``s.cg`` between rounds."""
+        g = s.g
+        if s.cg is None:
+            s.cg = {"d": np.zeros_like(g), "r": -g, "p": -g, "rr": float(g @ g), "it": 0}
+        c = s.cg
+        gnorm = float(np.sqrt(g @ g))
+        tol = min(0.5, np.sqrt(gnorm)) * gnorm
+        while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
+            replies = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
+                                    include_server=True)
+            Ap = sum(r["hv"] for r in replies.values()) + (1.0 / beta + self.ridge) * c["p"]
+            pAp = float(c["p"] @ Ap)
+            if not pAp > 0:                  # no curvature along p: stop with what we have
+                break
+            alpha = c["rr"] / pAp
+            r = c["r"] - alpha * Ap
+            rr = float(r @ r)
+            s.cg = c = {"d": c["d"] + alpha * c["p"], "r": r,
+                        "p": r + (rr / c["rr"]) * c["p"], "rr": rr, "it": c["it"] + 1}
+        s.cg = None
+        return c["d"] if c["it"] else -g
 
     def _first_accepted(self, replies, points, values, F, slope, t, s, beta):
         """Index of the first accepted trial point (None if none is)."""

@@ -127,7 +127,7 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, bet
         if stop:
             raise SolveStop(f"the callback asked to stop after outer iteration {k}")
         if stalled(s.history, s.last_check, eps2):
-            verdict = violation_check(problem, fed, s, eps2)
+            verdict = violation_check(problem, fed, s, eps2, cg=getattr(inner, "cg", False))
             if verdict is not None:
                 return st.INFEASIBLE, verdict
         evidence = unbounded(s.history, eps2)
