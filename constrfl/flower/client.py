@@ -72,6 +72,17 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
             sites[key] = _build(build_client, context.node_config, site_key, regularizer)
         return sites[key]
 
+    def hello(context):
+        """Which site this node serves; a site that cannot be built says so (the
+        server ends the solve ``client_error`` naming it, instead of waiting)."""
+        try:
+            return {"site": site_of(context)[1]}
+        except Exception as exc:
+            log.exception("constrfl: building the site of node config %s failed",
+                          dict(context.node_config))
+            return {"site": str(context.node_config.get(site_key, "")),
+                    "error": f"building the site failed: {type(exc).__name__}: {exc}"}
+
     def store_of(context, name):
         path = _state_path(context.node_config, state_dir, name)
         if path not in stores:
@@ -80,11 +91,11 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
 
     def handler(message_type):
         def handle(msg: Message, context: Context) -> Message:
+            if message_type == codec.HELLO:
+                return Message(RecordDict({codec.META: ConfigRecord(hello(context))}),
+                               reply_to=msg)
             site, name = site_of(context)
             fields = codec.meta(msg.content)
-            if message_type == codec.HELLO:
-                return Message(RecordDict({codec.META: ConfigRecord({"site": name})}),
-                               reply_to=msg)
             store = store_of(context, name)
             runtime = _runtime(site, context, store, fields["solve"])
             if runtime.seq not in (fields["prev"], fields["seq"]):

@@ -82,6 +82,8 @@ class FlowerFederation(Federation):
         self.nodes = {}          # site -> node id
         self.asked = {}          # node id -> when it was asked which site it serves
         self.hellos = {}         # message id -> node id, of the unanswered hellos
+        self.hello_errors = {}   # node id -> the error of its last hello
+        self.broken = {}         # site -> why its ClientApp cannot build it
         self.stats = {"messages": 0, "resends": 0, "hellos": 0, "transport_errors": 0}
 
     def snapshot(self):
@@ -133,9 +135,13 @@ class FlowerFederation(Federation):
     def _hello_reply(self, reply, node):
         if reply.has_error():
             self.asked.pop(node, None)            # ask again
+            self.hello_errors[node] = f"Flower error {reply.error.code}: {reply.error.reason}"
             return
-        site = codec.meta(reply.content).get("site")
-        if site in self.clients:                  # (else: serves no site of ours)
+        fields = codec.meta(reply.content)
+        site = fields.get("site")
+        if site in self.clients and "error" in fields:
+            self.broken[site] = fields["error"]
+        elif site in self.clients:                # (else: serves no site of ours)
             if self.nodes.get(site, node) != node:
                 log.info("constrfl: site %r moved from node %s to node %s", site,
                          self.nodes[site], node)
@@ -161,11 +167,17 @@ class FlowerFederation(Federation):
                 err = self._discover(now)
                 for n in pending if err else ():
                     reason[n] = err
+            for n in [n for n in pending if n in self.broken]:
+                out[n] = PartyError(st.CLIENT_ERROR, "ClientApp",
+                                    self.broken.pop(n)).named(n)
+                pending.discard(n)
             push = []
             for n in sorted(pending):
                 node = self.nodes.get(n)
                 if node is None:
-                    reason.setdefault(n, "no SuperNode serves this site")
+                    reason[n] = "no SuperNode serves this site" + (
+                        f" (a node failed to answer which site it serves: "
+                        f"{list(self.hello_errors.values())[-1]})" if self.hello_errors else "")
                 elif n not in due or sent_to[n] != node or now >= due[n]:
                     fields = {"seq": seq, "solve": self.solve_id, "type": message_type,
                               "prev": self.last_seq.get(n, 0)}
