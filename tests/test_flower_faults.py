@@ -123,10 +123,10 @@ def test_a_site_gone_for_good_ends_client_failure_and_resumes_to_the_same_answer
 def test_a_clientapp_that_raises_is_a_client_error(tmp_path):
     clients = {c.name: c for c in NP.clients}
 
-    def build(cfg):
-        if cfg["site"] == SITE:
+    def build(context):
+        if context.node_config["site"] == SITE:
             raise OSError("data file missing")
-        return clients[cfg["site"]]
+        return clients[context.node_config["site"]]
     grid = LocalGrid([({"site": n}, lambda: client_app(build, state_dir=tmp_path))
                       for n in clients])
     res = simulate(NP, grid=grid, **NEWTON, **FAST)

@@ -1,8 +1,9 @@
 """The ClientApp: one site's side of the protocol on a Flower SuperNode.
 
 A site is identified by the name of the :class:`constrfl.Client` that the user's
-``build_client(node_config)`` returns — built from the site's own data, located through
-the SuperNode's ``--node-config`` (e.g. ``site="hospital-a" data="/data/a.csv"``); a
+``build_client(context)`` returns — built from the site's own data, located through
+the SuperNode's ``--node-config`` (``context.node_config``, e.g.
+``site="hospital-a" data="/data/a.csv"``; the run config is ``context.run_config``); a
 client without a name is named after ``node_config[site_key]``.  Never by node id: a
 restarted SuperNode gets a new one.
 
@@ -46,30 +47,34 @@ log = logging.getLogger("constrfl.flower")
 DEFAULT_STATE_DIR = Path.home() / ".cache" / "constrfl" / "flower"
 
 
-def client_app(build_client, *, regularizer=None, site_key="site", state_dir=None):
+def client_app(build_client, *, regularizer=None, site_key="site", state_dir=None, mods=None):
     """A Flower ``ClientApp`` serving every constrfl message for one site.
 
     Parameters
     ----------
-    build_client : callable ``(node_config: dict) -> constrfl.Client``, building the
-        site's client from its own data.  Called once per process and site (the
-        client, with its data and cached factorizations, is kept for later messages).
+    build_client : callable ``(context: flwr.app.Context) -> constrfl.Client``,
+        building the site's client from its own data (``context.node_config``: the
+        SuperNode's ``--node-config``; ``context.run_config``: the run's config).
+        Called once per process, node config and run config (the client, with its
+        data and cached factorizations, is kept for later messages).
     regularizer : the problem's public regularizer P (default: none); only the clients
         of the composite baselines (FedMid, FedDualAvg) use it, and it must be the
         server's.
     site_key : node-config key naming the site when the built client has no name.
     state_dir : directory of the site-local state files; the node-config key
         ``state-dir`` overrides it; default ``~/.cache/constrfl/flower``.
+    mods : Flower mods wrapped around every message (``ClientApp(mods=...)``).
     """
     if not callable(build_client):
         raise TypeError(f"build_client must be callable, got {type(build_client).__name__}")
-    app = ClientApp()
+    app = ClientApp(mods=mods)
     sites, stores = {}, {}          # this process's: per node config, per state file
 
     def site_of(context):
-        key = tuple(sorted(context.node_config.items()))
+        key = (tuple(sorted(context.node_config.items())),
+               tuple(sorted(context.run_config.items())))
         if key not in sites:
-            sites[key] = _build(build_client, context.node_config, site_key, regularizer)
+            sites[key] = _build(build_client, context, site_key, regularizer)
         return sites[key]
 
     def hello(context):
@@ -121,8 +126,9 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
     return app
 
 
-def _build(build_client, node_config, site_key, regularizer):
-    client = build_client(dict(node_config))
+def _build(build_client, context, site_key, regularizer):
+    node_config = context.node_config
+    client = build_client(context)
     if not isinstance(client, Client):
         raise TypeError(f"build_client must return a constrfl.Client, got "
                         f"{type(client).__name__}")

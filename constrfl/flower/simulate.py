@@ -103,8 +103,8 @@ def local_grid(problem, state_dir, faults=None):
     clients = {c.name: c for c in problem.clients}
 
     def make_app():
-        return client_app(lambda cfg: clients[cfg["site"]], regularizer=problem.regularizer,
-                          state_dir=state_dir)
+        return client_app(lambda ctx: clients[ctx.node_config["site"]],
+                          regularizer=problem.regularizer, state_dir=state_dir)
     return LocalGrid([({"site": name}, make_app) for name in clients], faults=faults)
 
 
@@ -119,7 +119,7 @@ def _simulate_ray(problem, view, method, tol, state_dir, **kwargs):
     clients = problem.clients
     results = []
     sapp = server_app(view, method, tol, on_result=results.append, **kwargs)
-    capp = client_app(lambda cfg: clients[int(cfg["partition-id"])],
+    capp = client_app(lambda ctx: clients[int(ctx.node_config["partition-id"])],
                       regularizer=problem.regularizer, state_dir=state_dir)
     run_simulation(server_app=sapp, client_app=capp, num_supernodes=len(clients),
                    backend_name="ray",
