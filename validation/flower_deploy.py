@@ -4,7 +4,8 @@ one SuperNode per site) in each ClientApp isolation mode; the per-round cost of 
 the final KKT residuals, and the equality of every answer with the in-process one.
 
     python validation/flower_deploy.py [--sites 5] [--tol 1e-4] [--skip-ray]
-        [--modes subprocess,subprocess-fast,process-fast] [--full-mode process-fast]
+        [--modes subprocess,subprocess-fast,process-fast,process-fast-restart]
+        [--full-mode process-fast]
         [--out validation/results/flower.md]
 
 The deployment of ``--full-mode`` runs the example to ``tol`` (end to end); the other
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import tempfile
 import time
@@ -41,14 +43,17 @@ from npapp import task  # noqa: E402
 
 R = 0.2                      # the example's max-class1-loss
 CAPPED = dict(tol=1e-3, max_outer=2)
-MODES = {   # name: (SuperNode isolation, FLWR_SUPEREXEC_TASK_POLL_INTERVAL, description)
-    "subprocess": ("subprocess", None, "`--isolation subprocess` (Flower's default: the "
-                   "SuperNode starts its SuperExec), SuperExec polling every 1 s"),
-    "subprocess-fast": ("subprocess", 0.05, "`--isolation subprocess`, "
+MODES = {   # name: (SuperNode isolation, FLWR_SUPEREXEC_TASK_POLL_INTERVAL, restart, text)
+    "subprocess": ("subprocess", None, None, "`--isolation subprocess` (Flower's default: "
+                   "the SuperNode starts its SuperExec), SuperExec polling every 1 s"),
+    "subprocess-fast": ("subprocess", 0.05, None, "`--isolation subprocess`, "
                         "`FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),
-    "process-fast": ("process", 0.05, "`--isolation process` and an external "
+    "process-fast": ("process", 0.05, None, "`--isolation process` and an external "
                      "`flower-superexec` per SuperNode, "
                      "`FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),
+    "process-fast-restart": ("process", 0.05, ("site-2", 8), "as above, the SuperNode of "
+                             "site-2 killed (SIGKILL) after its 8th message and started "
+                             "again (new node id, empty context.state)"),
 }
 
 
@@ -97,6 +102,7 @@ def main(argv=None):
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=str(ROOT / "validation" / "results" / "flower.md"))
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop what we started
     import flwr
     work = Path(a.workdir or tempfile.mkdtemp(prefix="constrfl-flower-validation-"))
     sites = work / "sites"
@@ -136,25 +142,31 @@ def main(argv=None):
     # -- localhost deployments ------------------------------------------------------------
     processes = []
     for name in [n for n in a.modes.split(",") if n]:
-        isolation, poll, desc = MODES[name]
+        isolation, poll, restart, desc = MODES[name]
         full = name == a.full_mode
         cfg = (f"tol={a.tol} inner=\"newton\"" if full
                else f"tol={CAPPED['tol']} max-outer={CAPPED['max_outer']} inner=\"newton\"")
         print(f"deployment {name} ({'to tol' if full else 'capped'}) ...", flush=True)
         t = time.time()
         out = deploy.deploy(work / f"deploy-{name}", a.sites, isolation, poll, cfg,
-                            verbose=False)
+                            verbose=False, restart=restart)
         res = load_result(out["result"])
         marks = __import__("json").loads((Path(out["result"]) / "timing.json").read_text())
         per = slope(marks["marks"])
         start = marks["marks"][0][0] - marks["marks"][0][1] * per if per else None
         msgs = out["trace"]
-        processes.append((name, len(msgs), len({p for p, _, _ in msgs})))
+        processes.append((name, len(msgs), len({t[0] for t in msgs})))
+        if restart:
+            notes.append(f"{name}: the SuperNode of {restart[0]} was killed after its "
+                         f"{restart[1]}th message and started again; the solve ended "
+                         f"{res.status} after {res.rounds} rounds, "
+                         f"{'bit for bit' if same(ref_capped, res) else 'NOT'} equal to "
+                         f"the uninterrupted in-process solve.")
         rows.append((f"deployment, {desc}" + ("" if full else " (first 2 outer iterations)"),
                      res, per, out["seconds"], start, same(ref if full else ref_capped, res)))
         print(f"  {res.status}, {res.rounds} rounds, {per:.2f} s/round, {time.time() - t:.0f} s"
               f", same: {rows[-1][-1]}, {len(msgs)} messages in "
-              f"{len({p for p, _, _ in msgs})} ClientApp processes", flush=True)
+              f"{len({t[0] for t in msgs})} ClientApp processes", flush=True)
 
     # -- the report -------------------------------------------------------------------------
     load1 = os.getloadavg()

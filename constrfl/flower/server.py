@@ -10,9 +10,11 @@ resend (a restarted SuperNode comes back under a new node id).
 (the same sequence number on every resend), pull the replies every ``poll_interval``
 seconds, and
 
-* a reply missing after ``resend_after`` seconds, or a transport error reply (Flower's
-  ``NODE_UNAVAILABLE``, ``MESSAGE_UNAVAILABLE``, ``CLIENT_APP_CRASHED``, ...): look for
-  the site's node again and resend — the site answers a sequence number it has already
+* a reply missing after ``resend_after`` seconds (then 2×, 4×, ... that after each
+  further resend: a slow round is not flooded with copies), or a transport error reply
+  (Flower's ``NODE_UNAVAILABLE``, ``MESSAGE_UNAVAILABLE``, ``CLIENT_APP_CRASHED``, ...):
+  look for the site's node again and resend — at once when the site turned up on a new
+  node (a restarted SuperNode).  The site answers a sequence number it has already
   answered from its cache, and a restarted site restores its state from its file;
 * a ``CLIENT_APP_RAISED_EXCEPTION`` / ``LOAD_CLIENT_APP_EXCEPTION`` reply (the site's
   own code failed, e.g. its data did not load): ``client_error``, at once;
@@ -154,6 +156,7 @@ class FlowerFederation(Federation):
         pending, out = set(payloads), {}
         inflight = {}        # message id -> (site, node)
         sent_to, due = {}, {}  # site -> node of its last push, and when to resend
+        pushes = {}            # site -> pushes so far (the resend interval doubles)
         errors, reason = {}, {}  # site -> error replies so far, why no answer yet
         while True:
             now = time.monotonic()
@@ -191,7 +194,8 @@ class FlowerFederation(Federation):
                     continue
                 self.stats["resends" if n in due else "messages"] += 1
                 inflight[ids[n]] = (n, self.nodes[n])
-                sent_to[n], due[n] = self.nodes[n], now + self.resend_after
+                pushes[n] = pushes.get(n, 0) + 1     # the k-th push waits 2ᵏ⁻¹·resend_after
+                sent_to[n], due[n] = self.nodes[n], now + self.resend_after * 2 ** (pushes[n] - 1)
             ids = list(inflight) + list(self.hellos)
             replies, err = self._grid("pull_messages", ids) if ids else ([], None)
             for reply in replies or []:

@@ -3,6 +3,7 @@ site on 127.0.0.1, started and stopped by PID.
 
     python deploy.py [--sites 5] [--mode subprocess|process] [--task-poll SECONDS]
                      [--workdir DIR] [--run-config 'tol=1e-4 inner="newton"']
+                     [--restart SITE:N]
 
 1. splits the data into ``<workdir>/sites`` (split_data.py);
 2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
@@ -15,6 +16,11 @@ site on 127.0.0.1, started and stopped by PID.
 4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
    the result with its KKT residuals, and stops every process it started (SIGTERM to
    its process group, SIGKILL after 20 s).
+
+``--restart SITE:N`` kills the SuperNode of SITE (SIGKILL to its process group: a crash)
+once its ClientApp has run N messages, and starts a new one with the same node config:
+it registers under a new node id with an empty ``context.state``; the ServerApp finds
+the site again and the site carries on from its state directory.
 
 Network side effects are off: ``FLWR_TELEMETRY_ENABLED=0``,
 ``FLWR_DISABLE_UPDATE_CHECK=1``, ``RAY_USAGE_STATS_ENABLED=0``, no runtime dependency
@@ -80,10 +86,7 @@ class Processes:
     def stop(self, grace=20.0):
         for _, p in reversed(self.started):
             if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)   # the group of the PID we started
-                except ProcessLookupError:
-                    pass
+                kill(p, signal.SIGTERM)                # the group of the PID we started
         end = time.monotonic() + grace
         for _, p in self.started:
             try:
@@ -91,16 +94,14 @@ class Processes:
             except subprocess.TimeoutExpired:
                 pass
         for _, p in self.started:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)       # leftovers of the group
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill(p, signal.SIGKILL)                    # leftovers of the group
 
 
 def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_config="",
-           timeout=7200.0, data=None, verbose=True):
+           timeout=7200.0, data=None, verbose=True, restart=None):
     """Run the deployment; returns a dict (result path, run seconds, the trace, the
-    workdir).  Raises TimeoutError when no result appears within ``timeout``."""
+    workdir, when a SuperNode was restarted).  ``restart=(site, n)``: see ``--restart``.
+    Raises TimeoutError when no result appears within ``timeout``."""
     if mode not in ("subprocess", "process"):
         raise ValueError(f"mode must be 'subprocess' or 'process', got {mode!r}")
     work = Path(workdir or tempfile.mkdtemp(prefix="constrfl-np-deploy-"))
@@ -120,20 +121,8 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
                                   "--disable-runtime-dependency-installation",
                                   "--host", "127.0.0.1", "--port", str(link)])
         wait_for_port(link)
-        for name in site_names(n_sites):
-            port = free_port()
-            config = (f'site="{name}" data="{sites / (name + ".csv")}" '
-                      f'state-dir="{work / "state"}"')
-            argv = ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
-                    "--port", str(port), "--node-config", config]
-            if mode == "process":
-                argv += ["--isolation", "process"]
-            procs.start(f"supernode-{name}", argv)
-            if mode == "process":
-                wait_for_port(port)
-                procs.start(f"superexec-{name}", ["flower-superexec", "--insecure",
-                                                  "--runtime-api-address",
-                                                  f"127.0.0.1:{port}"])
+        nodes = {name: start_site(procs, name, sites, work, link, mode)
+                 for name in site_names(n_sites)}
         say(f"SuperLink 127.0.0.1:{link} and {n_sites} SuperNodes ({mode} isolation) "
             f"started: PIDs {[p.pid for _, p in procs.started]}")
         (home / "config.toml").write_text(
@@ -148,28 +137,65 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
         say(run.stdout.strip())
         if run.returncode != 0:
             raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}")
-        end = time.monotonic() + timeout
+        end, restarted = time.monotonic() + timeout, None
         while not (result / "result.json").is_file():
             if time.monotonic() > end:
                 raise TimeoutError(f"no result in {result} after {timeout:g} s "
                                    f"(logs in {logs})")
+            if restart and restarted is None and sum(
+                    1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
+                for p in nodes[restart[0]]:
+                    kill(p, signal.SIGKILL)
+                restarted = time.time()
+                say(f"killed the SuperNode of {restart[0]} (PIDs "
+                    f"{[p.pid for p in nodes[restart[0]]]}); starting a new one")
+                nodes[restart[0]] = start_site(procs, restart[0], sites, work, link, mode,
+                                               tag="-restarted")
             time.sleep(1.0)
         seconds = time.time() - t0
     finally:
         procs.stop()
         say(f"stopped PIDs {[p.pid for _, p in procs.started]}")
     return {"workdir": str(work), "result": str(result), "seconds": seconds,
-            "trace": read_trace(trace), "mode": mode, "task_poll": task_poll}
+            "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
+            "restarted": restarted}
+
+
+def start_site(procs, name, sites, work, link, mode, tag=""):
+    """The SuperNode of site ``name`` (and its SuperExec in process isolation)."""
+    port = free_port()
+    config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
+    argv = ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
+            "--port", str(port), "--node-config", config]
+    if mode == "process":
+        argv += ["--isolation", "process"]
+    started = [procs.start(f"supernode-{name}{tag}", argv)]
+    if mode == "process":
+        wait_for_port(port)
+        started.append(procs.start(f"superexec-{name}{tag}", [
+            "flower-superexec", "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
+    return started
+
+
+def kill(p, sig):
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def read_trace(path):
-    """``[(pid, unix time, message type)]`` of every message a ClientApp ran."""
+    """``[(pid, unix time, site, message type)]`` of every message a ClientApp ran."""
     try:
-        lines = Path(path).read_text().split()
+        lines = Path(path).read_text().splitlines()
     except FileNotFoundError:
         return []
-    return [(int(lines[i]), float(lines[i + 1]), lines[i + 2])
-            for i in range(0, len(lines), 3)]
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 4:                          # (a line being written: skipped)
+            out.append((int(parts[0]), float(parts[1]), parts[2], parts[3]))
+    return out
 
 
 def show(result_dir):
@@ -201,9 +227,17 @@ def main(argv=None):
     ap.add_argument("--data", default=None, help="data root (default: ../shared/data)")
     ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")
     ap.add_argument("--timeout", type=float, default=7200.0)
+    ap.add_argument("--restart", default=None, metavar="SITE:N",
+                    help="kill SITE's SuperNode after it ran N messages, start a new one")
     a = ap.parse_args(argv)
-    out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data)
-    msgs = [t for t in out["trace"] if not t[2].endswith("constrfl_hello")]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop what we started
+    restart = None
+    if a.restart:
+        site, n = a.restart.rsplit(":", 1)
+        restart = (site, int(n))
+    out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data,
+                 restart=restart)
+    msgs = [t for t in out["trace"] if not t[3].endswith("constrfl_hello")]
     print(f"{len(out['trace'])} messages ran in {len({t[0] for t in out['trace']})} "
           f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result")
     show(out["result"])

@@ -6,7 +6,8 @@ Simulation (``flwr run`` on a simulation SuperLink): the node config holds
 ``partition-id``; the site is ``site-<partition-id>`` and its CSV is in ``sites-dir``.
 
 With ``CONSTRFL_NP_TRACE=<file>`` in the SuperNode's environment every message appends
-``<pid> <unix time> <message type>`` to that file (which processes ran the messages).
+``<pid> <unix time> <site> <message type>`` to that file (which processes ran which
+messages).
 """
 import os
 import time
@@ -31,7 +32,8 @@ def trace(message, context, call_next):
     path = os.environ.get("CONSTRFL_NP_TRACE")
     if path:
         with open(path, "a") as fh:
-            fh.write(f"{os.getpid()} {time.time():.6f} {message.metadata.message_type}\n")
+            fh.write(f"{os.getpid()} {time.time():.6f} {context.node_config.get('site', '-')} "
+                     f"{message.metadata.message_type}\n")
     return call_next(message, context)
 
 
