@@ -7,15 +7,17 @@ and average them; constrfl's server receives the mean delta.  Once the documente
 convention differences are lined up (docs/flower.md, "Baselines and Flower's
 strategies"), the two agree to rounding: relative difference ≤ 1e-14 after 25 rounds
 (measured with flwr 1.41.0: 1.4e-16 to 6.2e-16; they are not bit-identical because
-Flower averages models and constrfl averages deltas).  Each case also checks that the conventions matter: without
-lining them up the two differ by far more than the tolerance.
+Flower averages models and constrfl averages deltas).  Each case also checks that the
+conventions matter: without lining them up the two differ by far more than the
+tolerance.
 """
 import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import (Array, ArrayRecord, ConfigRecord, Message, MetricRecord,  # noqa: E402
+                      RecordDict)
 from flwr.serverapp import strategy as fs  # noqa: E402
 
 from constrfl.flower.grid import LocalGrid, task_identity  # noqa: E402

@@ -63,11 +63,14 @@ class _Stats:
 
 class LocalGrid(Grid):
     """``nodes``: ``[(node_config, make_app)]``, ``make_app()`` returning the node's
-    ClientApp.  ``serialize_context=False`` keeps each node's ``Context`` object as the
-    simulation engine does (no serde between messages)."""
+    ClientApp; ``run_config``: the run config every node's context carries.
+    ``serialize_context=False`` keeps each node's ``Context`` object as the simulation
+    engine does (no serde between messages)."""
 
-    def __init__(self, nodes, *, run_id=1, serialize_context=True, faults=None):
+    def __init__(self, nodes, *, run_id=1, run_config=None, serialize_context=True,
+                 faults=None):
         self._run = Run.create_empty(run_id)
+        self.run_config = dict(run_config or {})
         self.serialize_context = serialize_context
         self.faults = faults
         self.stats = _Stats()
@@ -84,7 +87,8 @@ class LocalGrid(Grid):
         self.nodes[node_id] = _Node(dict(node_config), make_app, make_app(),
                                     Context(run_id=self._run.run_id, node_id=node_id,
                                             node_config=dict(node_config),
-                                            state=RecordDict(), run_config={}))
+                                            state=RecordDict(),
+                                            run_config=dict(self.run_config)))
         return node_id
 
     def restart(self, node_id):

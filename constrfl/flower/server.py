@@ -123,8 +123,8 @@ class FlowerFederation(Federation):
                 del self.nodes[site]
         self.hellos = {m: n for m, n in self.hellos.items() if n in nodes}
         waiting, served = set(self.hellos.values()), set(self.nodes.values())
-        ask = [n for n in sorted(nodes - served)
-               if n not in self.asked or (n in waiting and now - self.asked[n] >= self.resend_after)]
+        ask = [n for n in sorted(nodes - served) if n not in self.asked
+               or (n in waiting and now - self.asked[n] >= self.resend_after)]
         content = RecordDict({codec.META: ConfigRecord({"solve": self.solve_id})})
         ids, err = self._push([(n, Message(content, dst_node_id=n, group_id="hello",
                                            message_type=codec.flower_type(codec.HELLO)))
@@ -195,7 +195,8 @@ class FlowerFederation(Federation):
                 self.stats["resends" if n in due else "messages"] += 1
                 inflight[ids[n]] = (n, self.nodes[n])
                 pushes[n] = pushes.get(n, 0) + 1     # the k-th push waits 2ᵏ⁻¹·resend_after
-                sent_to[n], due[n] = self.nodes[n], now + self.resend_after * 2 ** (pushes[n] - 1)
+                sent_to[n] = self.nodes[n]
+                due[n] = now + self.resend_after * 2 ** (pushes[n] - 1)
             ids = list(inflight) + list(self.hellos)
             replies, err = self._grid("pull_messages", ids) if ids else ([], None)
             for reply in replies or []:

@@ -1,6 +1,6 @@
 """What a site and the server hold: Neyman-Pearson classification, eq. (30) of the paper.
 
-    min  (1/n) Σᵢ L(w; Dᵢ⁰)   s.t.  L(w; Dᵢ¹) ≤ r  (every site i),  L(w; D₀¹) ≤ r  (server)
+    min (1/n) Σᵢ L(w; Dᵢ⁰)  s.t.  L(w; Dᵢ¹) ≤ r (every site i),  L(w; D₀¹) ≤ r (server)
 
 L is the mean logistic loss; Dᵢ⁰/Dᵢ¹ the site's benign/malignant rows.  A site reads
 only its own CSV (``f0..f9,label``, written by split_data.py); the server reads only
