@@ -43,7 +43,8 @@ __all__ = ["client_app", "DEFAULT_STATE_DIR"]
 
 log = logging.getLogger("constrfl.flower")
 
-#: where a site keeps its state unless ``state_dir`` or the node config say otherwise
+#: where a site keeps its state unless the node config, ``state_dir`` or
+#: ``$CONSTRFL_STATE_DIR`` say otherwise
 DEFAULT_STATE_DIR = Path.home() / ".cache" / "constrfl" / "flower"
 
 
@@ -62,7 +63,8 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
         server's.
     site_key : node-config key naming the site when the built client has no name.
     state_dir : directory of the site-local state files; the node-config key
-        ``state-dir`` overrides it; default ``~/.cache/constrfl/flower``.
+        ``state-dir`` overrides it; default ``$CONSTRFL_STATE_DIR``, else
+        ``~/.cache/constrfl/flower``.
     mods : Flower mods wrapped around every message (``ClientApp(mods=...)``).
     """
     if not callable(build_client):
@@ -142,8 +144,8 @@ def _build(build_client, context, site_key, regularizer):
 
 
 def _state_path(node_config, state_dir, name):
-    root = node_config.get("state-dir", state_dir)
-    root = DEFAULT_STATE_DIR if root is None else Path(os.path.expanduser(str(root)))
+    root = node_config.get("state-dir") or state_dir or os.environ.get("CONSTRFL_STATE_DIR")
+    root = DEFAULT_STATE_DIR if not root else Path(os.path.expanduser(str(root)))
     return root / f"{name}.state"
 
 

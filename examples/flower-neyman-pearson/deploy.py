@@ -1,9 +1,9 @@
 """A scripted localhost deployment of the example: one SuperLink and one SuperNode per
 site on 127.0.0.1, started and stopped by PID.
 
-    python deploy.py [--sites 5] [--mode subprocess|process] [--task-poll SECONDS]
-                     [--workdir DIR] [--run-config 'tol=1e-4 inner="newton"']
-                     [--restart SITE:N]
+    python deploy.py [--sites 5] [--mode subprocess|process|simulation]
+                     [--task-poll SECONDS] [--workdir DIR]
+                     [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
 
 1. splits the data into ``<workdir>/sites`` (split_data.py);
 2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
@@ -16,6 +16,11 @@ site on 127.0.0.1, started and stopped by PID.
 4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
    the result with its KKT residuals, and stops every process it started (SIGTERM to
    its process group, SIGKILL after 20 s).
+
+``--mode simulation`` runs the same app in Flower's simulation instead (needs
+``flwr[simulation]``, i.e. Ray): a SuperLink started with ``--simulation`` and no
+SuperNodes; ``flwr run ... --federation-config 'num-supernodes=<sites>'``; the sites
+then know themselves by ``partition-id`` and read their CSVs from ``sites-dir``.
 
 ``--restart SITE:N`` kills the SuperNode of SITE (SIGKILL to its process group: a crash)
 once its ClientApp has run N messages, and starts a new one with the same node config:
@@ -102,15 +107,18 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
     """Run the deployment; returns a dict (result path, run seconds, the trace, the
     workdir, when a SuperNode was restarted).  ``restart=(site, n)``: see ``--restart``.
     Raises TimeoutError when no result appears within ``timeout``."""
-    if mode not in ("subprocess", "process"):
-        raise ValueError(f"mode must be 'subprocess' or 'process', got {mode!r}")
+    if mode not in ("subprocess", "process", "simulation"):
+        raise ValueError(f"mode must be 'subprocess', 'process' or 'simulation', got {mode!r}")
+    if restart and mode == "simulation":
+        raise ValueError("restart needs SuperNodes (not a simulation)")
     work = Path(workdir or tempfile.mkdtemp(prefix="constrfl-np-deploy-"))
     sites, home, logs = work / "sites", work / "flwr-home", work / "logs"
     result, trace = work / "result", work / "trace.txt"
     for d in (home, logs):
         d.mkdir(parents=True, exist_ok=True)
     split_data.split(sites, n_sites, data)
-    env = dict(os.environ, FLWR_HOME=str(home), CONSTRFL_NP_TRACE=str(trace), **QUIET)
+    env = dict(os.environ, FLWR_HOME=str(home), CONSTRFL_NP_TRACE=str(trace),
+               CONSTRFL_STATE_DIR=str(work / "state"), **QUIET)
     if task_poll is not None:
         env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
     procs = Processes(logs, env)
@@ -119,21 +127,25 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
         link = free_port()
         procs.start("superlink", ["flower-superlink", "--insecure",
                                   "--disable-runtime-dependency-installation",
-                                  "--host", "127.0.0.1", "--port", str(link)])
+                                  "--host", "127.0.0.1", "--port", str(link)]
+                    + (["--simulation"] if mode == "simulation" else []))
         wait_for_port(link)
-        nodes = {name: start_site(procs, name, sites, work, link, mode)
-                 for name in site_names(n_sites)}
-        say(f"SuperLink 127.0.0.1:{link} and {n_sites} SuperNodes ({mode} isolation) "
-            f"started: PIDs {[p.pid for _, p in procs.started]}")
+        nodes = {} if mode == "simulation" else {
+            name: start_site(procs, name, sites, work, link, mode)
+            for name in site_names(n_sites)}
+        say(f"SuperLink 127.0.0.1:{link}" + (" (simulation)" if mode == "simulation" else
+                                             f" and {n_sites} SuperNodes ({mode} isolation)")
+            + f" started: PIDs {[p.pid for _, p in procs.started]}")
         (home / "config.toml").write_text(
             '[superlink]\ndefault = "constrfl-local"\n\n[superlink.constrfl-local]\n'
             f'address = "127.0.0.1:{link}"\ninsecure = true\n')
         overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
                      + run_config)
         t0 = time.time()
-        run = subprocess.run(["flwr", "run", str(HERE), "constrfl-local", "--run-config",
-                              overrides], env=env, capture_output=True, text=True,
-                             timeout=600)
+        argv = ["flwr", "run", str(HERE), "constrfl-local", "--run-config", overrides]
+        if mode == "simulation":
+            argv += ["--federation-config", f"num-supernodes={n_sites}"]
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
         say(run.stdout.strip())
         if run.returncode != 0:
             raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}")
@@ -220,7 +232,8 @@ def show(result_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sites", type=int, default=5)
-    ap.add_argument("--mode", choices=("subprocess", "process"), default="process")
+    ap.add_argument("--mode", choices=("subprocess", "process", "simulation"),
+                    default="process")
     ap.add_argument("--task-poll", type=float, default=0.05,
                     help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0)")
     ap.add_argument("--workdir", default=None)
