@@ -177,6 +177,15 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
         assert got.status == "optimal"
 
 
+@pytest.mark.parametrize("method", cf.BASELINES)
+def test_every_baseline_equals_solve_with_a_composite_regularizer(method):
+    """Three rounds of each baseline on NP with an L1 term: the clients' composite
+    steps (FedMid, FedDualAvg) use the regularizer the ClientApp was given."""
+    prob = np_problem(3, 0.4, regularizer=cf.prox.L1(0.01))     # no server: FedCAda
+    opts = dict(method=method, rounds=3, local_steps=2, penalty="quadratic")
+    assert_same(cf.solve(prob, **opts), simulate(prob, **opts))
+
+
 def test_cproxal_is_refused_with_a_reason():
     with pytest.raises(ValueError, match="centralized"):
         simulate(NP, method="cproxal")
