@@ -7,12 +7,14 @@ ground-truth check.  See README.md and ALGORITHMS.md for the mathematics.
 from . import functions, prox
 from .api import BASELINES, METHODS, solve
 from .certify import Certificate, certify
+from .errors import PartyError
 from .kkt import kkt
 from .problem import Client, Problem, Server
-from .result import KKT, Multipliers, SolveResult
+from .result import KKT, Multipliers, SolveResult, load_result
 
 __all__ = ["solve", "certify", "kkt", "Problem", "Client", "Server", "SolveResult", "KKT",
-           "Multipliers", "Certificate", "functions", "prox", "METHODS", "BASELINES",
+           "Multipliers", "Certificate", "PartyError", "load_result", "functions", "prox",
+           "METHODS", "BASELINES",
            "NeymanPearsonClassifier", "FairClassifier"]
 _ESTIMATORS = ("NeymanPearsonClassifier", "FairClassifier")
 

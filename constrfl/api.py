@@ -27,7 +27,7 @@ BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada",
 OUTER_OPTIONS = dict(beta=100.0, max_outer=200, s_bar=1e-2, tau_decay=0.2)
 ADMM_OPTIONS = dict(rho=0.1, adaptive_rho=True, max_inner=10000, q=0.9, local_max_iter=100,
                     local_solver="newton")
-NEWTON_OPTIONS = dict(max_inner=10000)
+NEWTON_OPTIONS = dict(max_inner=10000, beta_max=1e4)
 #: every option of ``fedproxal`` with its default
 PROXAL_OPTIONS = dict(OUTER_OPTIONS, inner="admm", **ADMM_OPTIONS)
 
@@ -75,6 +75,10 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
     s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
         paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10 [1e-2, 0.2].
     max_inner : cap on ADMM rounds or Newton steps per subproblem [10000].
+    Only with ``inner="newton"`` and ``cproxal``:
+    beta_max : β grows tenfold, up to ``beta_max``, after an outer iteration that cut the
+        constraint violation by less than 4× (:func:`constrfl.solvers.proxal.next_beta`);
+        ``beta_max=beta`` keeps β fixed as in the paper [1e4].
     Only with ``inner="admm"``:
     rho : ADMM penalty: a scalar for every client, one value per client, or
         ``"samples"`` for ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows) [0.1].
@@ -134,6 +138,8 @@ def settings_for(method, options):
         raise TypeError(f"solve() got options that do not apply to {where}: {unknown}")
     s = dict(allowed, **{k: v for k, v in options.items() if k != "inner"})
     s["beta"] = positive(s["beta"], "beta")
+    if "beta_max" in s:
+        s["beta_max"] = positive(s["beta_max"], "beta_max")
     s["s_bar"] = positive(s["s_bar"], "s_bar")
     if s["tau_decay"] is not None and not (real(s["tau_decay"]) and 0 < s["tau_decay"] < 1):
         raise ValueError(f"tau_decay must be None or in (0, 1), got {s['tau_decay']!r}")
@@ -172,7 +178,8 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         with interruptible(fed):
             status, message = proximal_al(
                 problem, fed, inner, s, eps, max_outer=settings["max_outer"],
-                s_bar=settings["s_bar"], tau_decay=settings["tau_decay"], report=report,
+                s_bar=settings["s_bar"], tau_decay=settings["tau_decay"],
+                beta_max=settings.get("beta_max", settings["beta"]), report=report,
                 callback=callback)
     except SolveStop as stop:
         status, message = stop.status, str(stop)
@@ -239,6 +246,9 @@ def _resumed(problem, res, method, options):
         if k != limit and not _same(settings.get(k), v):
             raise ValueError(f"resume: option {k!r} differs from the resumed solve's "
                              f"({settings.get(k)!r}); only {limit!r} may change")
+    if res.status == st.MAX_ITERATIONS and not options.get(limit, 0) > settings[limit]:
+        raise ValueError(f"resume: the solve stopped at {limit}={settings[limit]}; pass a "
+                         f"larger {limit} to continue it")
     settings.update(options)
     return saved_method, settings, None
 

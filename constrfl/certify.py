@@ -6,6 +6,7 @@ returns ν with the same sign convention (checked in the tests through stationar
 """
 from __future__ import annotations
 
+import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import numpy as np
 
 from .functions import NoCvxpyForm
 from .kkt import as_multipliers, kkt as compute_kkt
+from .problem import Problem
 from .result import KKT, Multipliers, SolveResult
 
 __all__ = ["certify", "Certificate", "pooled_cvxpy"]
@@ -22,9 +24,15 @@ TIGHT = dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9,
              static_regularization_constant=1e-10, max_iter=500)
 
 
-@dataclass
+@dataclass(repr=False)
 class Certificate:
-    """Our point and the cvxpy reference, with the same KKT code applied to both."""
+    """Our point and the cvxpy reference, with the same KKT code applied to both.
+
+    ``ok`` is the verdict: cvxpy ended "optimal", ``objective_gap ≤ gap_tol`` and our
+    point is (kkt_tol, kkt_tol)-optimal in the sense of Definition 1
+    (``kkt.meets(kkt_tol, kkt_tol)``: stationarity and the feasibility/complementarity
+    residual).  ``repr`` is one line with the verdict; ``str`` the side-by-side table.
+    """
 
     w: np.ndarray
     objective: float
@@ -38,6 +46,20 @@ class Certificate:
     objective_gap: float          # |F(w) − F*| / |F*| (|F(w) − F*| when F* = 0)
     w_distance: float             # ‖w − w*‖∞
     multiplier_distance: float    # max over owners of ‖(μ, ν) − (μ*, ν*)‖∞ (nan if not given)
+    reference_projection: float = 0.0   # ‖w* − cvxpy's point‖∞ (projection onto dom P)
+    gap_tol: float = 1e-6
+    kkt_tol: float = 1e-6
+
+    @property
+    def ok(self):
+        return bool(self.reference_status == "optimal" and self.objective_gap <= self.gap_tol
+                    and self.kkt.meets(self.kkt_tol, self.kkt_tol))
+
+    def __repr__(self):
+        return (f"Certificate(ok={self.ok}, objective_gap={self.objective_gap:.2e}, "
+                f"stationarity={self.kkt.stationarity:.2e}, "
+                f"definition1={self.kkt.definition1:.2e}, w_distance={self.w_distance:.2e}, "
+                f"reference={self.reference_status!r})")
 
     def __str__(self):
         rows = [("objective", self.objective, self.reference_objective)]
@@ -49,6 +71,10 @@ class Certificate:
                      f"|w - w*|inf {self.w_distance:.2e}, "
                      f"|mult - mult*|inf {self.multiplier_distance:.2e} "
                      f"(cvxpy: {self.reference_status}, {self.reference_time:.3f}s)")
+        if self.reference_projection:
+            lines.append(f"cvxpy's point projected onto dom P (moved "
+                         f"{self.reference_projection:.2e})")
+        lines.append(f"ok: {self.ok} (gap_tol {self.gap_tol:.1e}, kkt_tol {self.kkt_tol:.1e})")
         return "\n".join(lines)
 
 
@@ -94,37 +120,78 @@ def _duals(cons, n):
                            for c in cons])
 
 
+def _point(problem, result, multipliers):
+    """``(w, multipliers)`` from a SolveResult or a point; named errors otherwise."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"certify: problem must be a constrfl.Problem, got "
+                        f"{type(problem).__name__}")
+    if isinstance(result, SolveResult):
+        return result.w, result.multipliers
+    w = np.asarray(result)
+    if w.dtype.kind not in "iuf":
+        raise TypeError(f"certify: result must be a SolveResult or a point w (an array of "
+                        f"{problem.dim} real numbers), got {result!r:.60} "
+                        f"({type(result).__name__})")
+    if w.shape != (problem.dim,):
+        raise ValueError(f"certify: the point w has shape {w.shape}, expected "
+                         f"({problem.dim},)")
+    return w.astype(np.float64), multipliers
+
+
+def _solver(solver):
+    """The name of an installed cvxpy solver, upper case; named errors otherwise."""
+    import cvxpy as cp
+    installed = cp.installed_solvers()
+    if not isinstance(solver, str):
+        raise TypeError(f"certify: solver must be the name of a cvxpy solver (a string), "
+                        f"got {solver!r}; installed: {installed}")
+    if solver.upper() not in installed:
+        raise ValueError(f"certify: solver {solver!r} is not an installed cvxpy solver; "
+                         f"installed: {installed}")
+    return solver.upper()
+
+
 def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
-            **solver_options):
+            gap_tol=1e-6, kkt_tol=1e-6, **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
-    compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``).
+    compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``;
+    without them :func:`constrfl.kkt` estimates ours).
 
     Clarabel runs with tolerances 1e-9 first and with its defaults if that does not
     end "optimal".  ``atol`` is passed to :func:`constrfl.kkt` for the reference point
     only (an interior-point solution sits near, not on, kinks, bounds and μ = 0).
+    The reference point is projected onto dom P (``P.prox(w*, 0)``) when P's value is
+    inf there: a solver's point may lie 1e-10 (Clarabel) to 1e-5 (SCS) outside an
+    indicator's set, which would make the reference objective inf; the distance moved
+    is ``reference_projection``.  ``Certificate.ok`` judges against ``gap_tol`` and
+    ``kkt_tol``.
     """
     import cvxpy as cp
-    if isinstance(result, SolveResult):
-        w, multipliers = result.w, result.multipliers
-    else:
-        w = np.asarray(result, dtype=np.float64)
+    w, multipliers = _point(problem, result, multipliers)
+    solver = _solver(solver)
+    gap_tol, kkt_tol = _tolerance(gap_tol, "gap_tol"), _tolerance(kkt_tol, "kkt_tol")
     prob, wvar, owned = pooled_cvxpy(problem)
     opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
     t0 = time.perf_counter()
+    failure = None
     for attempt in ([opts, {}] if opts else [{}]):   # tight first, then the defaults
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")       # "inaccurate" is judged below
                 prob.solve(solver=solver, **attempt)
-        except cp.SolverError:
+        except cp.SolverError as err:
+            failure = err
             continue
         if prob.status == cp.OPTIMAL:
             break
     elapsed = time.perf_counter() - t0
     if wvar.value is None:
         raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
-                           "and no solution")
-    ref_w = np.asarray(wvar.value, dtype=np.float64)
+                           "and no solution"
+                           + (f" (solver error: {failure})" if failure is not None else ""))
+    raw = np.asarray(wvar.value, dtype=np.float64)
+    P = problem.regularizer
+    ref_w = raw if np.isfinite(P.value(raw)) else P.prox(raw, 0.0)   # onto dom P
     ref_mult = {p.name: Multipliers(np.maximum(_duals(owned[p.name][0], p.n_ineq), 0.0),
                                     _duals(owned[p.name][1], p.n_eq))
                 for p in problem.parties}
@@ -144,4 +211,12 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
                        reference_kkt=ref, reference_status=prob.status,
                        reference_time=elapsed, objective_gap=gap,
                        w_distance=float(np.max(np.abs(w - ref_w))),
-                       multiplier_distance=mdist)
+                       multiplier_distance=mdist,
+                       reference_projection=float(np.max(np.abs(ref_w - raw), initial=0.0)),
+                       gap_tol=gap_tol, kkt_tol=kkt_tol)
+
+
+def _tolerance(x, name):
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not x > 0:
+        raise ValueError(f"certify: {name} must be a positive number, got {x!r}")
+    return float(x)

@@ -13,6 +13,10 @@ A :class:`Function` maps ``w ∈ Rᵈ`` to a scalar (``size is None``) or to ``R
 Functions combine with ``f + g``, ``f - g``, ``a * f``, ``-f``, ``f - 0.2``; the result
 tracks its curvature (``f - g`` with ``g`` not affine is nonconvex).
 
+The row losses (:class:`LeastSquares`, :class:`LogisticLoss`) take X as a 2-D array or
+any ``scipy.sparse`` matrix, kept sparse (CSR).  :class:`SquaredNorm` gives ``‖Aw − b‖²``,
+e.g. a norm ball ``SquaredNorm() - r**2 ≤ 0`` as any party's constraint.
+
 Shapes are checked when a function is built; non-finite data are reported by
 :meth:`Function.check_finite`, which :class:`~constrfl.Client` calls so that the error
 names the client.
@@ -22,11 +26,12 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import kernels
 
-__all__ = ["Function", "Quadratic", "Affine", "LeastSquares", "LogisticLoss", "Custom",
-           "Cached", "NoCvxpyForm"]
+__all__ = ["Function", "Quadratic", "Affine", "SquaredNorm", "LeastSquares", "LogisticLoss",
+           "Custom", "Cached", "NoCvxpyForm"]
 
 
 class NoCvxpyForm(TypeError):
@@ -38,6 +43,51 @@ def _as_float_array(a, name, owner, ndim=None):
     if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
         raise ValueError(f"{owner}: {name} must be {ndim}-dimensional, got shape {arr.shape}")
     return arr
+
+
+def as_data_matrix(X, owner, name="X"):
+    """``X`` as a float64 2-D matrix with at least one column: a C-contiguous ndarray,
+    or, for ``scipy.sparse`` input of any format, a canonical CSR ``csr_array`` (a copy:
+    sorted indices, duplicates summed, explicit zeros dropped).  Sparse input stays
+    sparse.  Errors name ``owner`` and ``name``."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{owner}: {name} must be 2-dimensional, got shape {X.shape}")
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"{owner}: {name} must hold real numbers, got dtype {X.dtype}")
+        A = sp.csr_array(X, dtype=np.float64, copy=True)
+        A.sum_duplicates()
+        A.eliminate_zeros()
+        A.sort_indices()
+    else:
+        A = np.asarray(X)
+        try:
+            if A.dtype.kind not in "biufO":           # strings, complex, dates: refused
+                raise TypeError
+            A = np.ascontiguousarray(A, dtype=np.float64)   # object arrays of numbers
+        except (TypeError, ValueError):
+            raise TypeError(f"{owner}: {name} must be a 2-D array of real numbers (or a "
+                            f"scipy.sparse matrix), got dtype {A.dtype}") from None
+        if A.ndim != 2:
+            raise ValueError(f"{owner}: {name} must be 2-dimensional, got shape {A.shape}")
+    if A.shape[1] == 0:
+        raise ValueError(f"{owner}: {name} has no columns (dimension 0), shape {A.shape}")
+    return A
+
+
+def first_nonfinite(arr):
+    """Index (a tuple) of the first NaN or inf of a dense or scipy.sparse array in
+    row-major order, or None."""
+    if sp.issparse(arr):
+        A = sp.csr_array(arr)
+        A.sort_indices()
+        bad = np.flatnonzero(~np.isfinite(A.data))
+        if not bad.size:
+            return None
+        row = int(np.searchsorted(A.indptr, bad[0], side="right")) - 1
+        return row, int(A.indices[bad[0]])
+    bad = ~np.isfinite(arr)
+    return tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
 
 
 _NEGATE = {"affine": "affine", "convex": "concave", "concave": "convex",
@@ -97,11 +147,10 @@ class Function:
     def check_finite(self):
         """Raise ValueError naming the first non-finite data array, if any."""
         for name, arr in self.data():
-            bad = ~np.isfinite(arr)
-            if bad.any():
-                where = np.argwhere(bad)[0]
+            where = first_nonfinite(arr)
+            if where is not None:
                 raise ValueError(f"{type(self).__name__}: {name} contains NaN or inf "
-                                 f"(first at index {tuple(int(i) for i in where)})")
+                                 f"(first at index {where})")
 
     # -- arithmetic -------------------------------------------------------------------
     def __add__(self, other):
@@ -293,11 +342,79 @@ class Affine(Function):
         return f"Affine(m={self.size}, d={self.dim})"
 
 
+class SquaredNorm(Function):
+    """``f(w) = ‖Aw − b‖²`` (no ½): ``A = None`` is the identity, ``b = None`` zero.
+
+    ``∇f = 2Aᵀ(Aw − b)``, ``∇²f = 2AᵀA`` (constant: ``quadratic``), convex.  With the
+    identity, ``fn.SquaredNorm() - r**2 ≤ 0`` is the ball ``‖w‖ ≤ r`` as a smooth
+    constraint of any client or of the server (``prox.L2Ball`` is the same set as P).
+    The input dimension is ``A``'s column count, else ``len(b)``, else taken from
+    the other functions of the problem.
+    """
+
+    quadratic = True
+
+    def __init__(self, A=None, b=None):
+        self.A = None if A is None else _as_float_array(A, "A", "SquaredNorm", ndim=2)
+        self.b = None if b is None else _as_float_array(b, "b", "SquaredNorm", ndim=1)
+        if self.A is not None:
+            self.dim = self.A.shape[1]
+            if self.dim == 0:
+                raise ValueError("SquaredNorm: A has no columns (dimension 0)")
+            rows = self.A.shape[0]
+        else:
+            self.dim = None if self.b is None else self.b.shape[0]
+            rows = self.dim
+        if self.b is not None and self.b.shape != (rows,):
+            raise ValueError(f"SquaredNorm: b has shape {self.b.shape}, expected ({rows},) "
+                             f"to match A of shape {self.A.shape}")
+        if self.A is not None and not np.any(self.A):
+            self.curvature = "affine"                  # a constant ‖b‖²
+        self._H = None if self.A is None else 2.0 * (self.A.T @ self.A)
+
+    def _residual(self, w):
+        r = w if self.A is None else self.A @ w
+        return r if self.b is None else r - self.b
+
+    def value(self, w):
+        r = self._residual(w)
+        return float(r @ r)
+
+    def grad(self, w):
+        r = self._residual(w)
+        return 2.0 * (r if self.A is None else self.A.T @ r)
+
+    def value_grad(self, w):
+        r = self._residual(w)
+        return float(r @ r), 2.0 * (r if self.A is None else self.A.T @ r)
+
+    def hess(self, w, y=None):
+        H = 2.0 * np.eye(np.shape(w)[0]) if self._H is None else self._H
+        return H if y is None else y * H
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        r = w if self.A is None else self.A @ w
+        return cp.sum_squares(r if self.b is None else r - self.b)
+
+    def data(self):
+        return [(k, a) for k, a in (("A", self.A), ("b", self.b)) if a is not None]
+
+    def __repr__(self):
+        return f"SquaredNorm(d={self.dim})"
+
+
 class _RowLoss(Function):
-    """Common checks for losses over data rows ``(X, y)`` with optional sample weights."""
+    """Common checks for losses over data rows ``(X, y)`` with optional sample weights.
+
+    ``X`` is a 2-D array or any ``scipy.sparse`` matrix; sparse input is kept as a CSR
+    ``csr_array`` (``self.X``) and handed to the kernels as its CSR arrays, never
+    densified.  The kernels give bit-identical results on a dense X and on its CSR
+    (see :mod:`constrfl.kernels`), so sparse and dense input define the same function.
+    """
 
     def __init__(self, X, y, sample_weight, name):
-        self.X = _as_float_array(X, "X", name, ndim=2)
+        self.X = as_data_matrix(X, name)
         self.y = _as_float_array(y, "y", name, ndim=1)
         n, self.dim = self.X.shape
         if n == 0:
@@ -316,10 +433,15 @@ class _RowLoss(Function):
                 raise ValueError(f"{name}: sample_weight must be non-negative with a "
                                  "positive sum")
         self.n_samples = n
-        # What the kernels are given: X itself, or its CSR when X is sparse enough
-        # for that to be faster (the kernels give the same results on both).
-        sparse = np.count_nonzero(self.X) <= kernels.CSR_MAX_DENSITY * self.X.size
-        self._Xk = kernels.CSR.from_dense(self.X) if sparse else self.X
+        # What the kernels are given: scipy.sparse input as its CSR; a dense X itself,
+        # or its CSR when X is sparse enough for that to be faster (the kernels give
+        # the same results on both).
+        if sp.issparse(self.X):
+            self._Xk = kernels.CSR.from_scipy(self.X)
+        elif np.count_nonzero(self.X) <= kernels.CSR_MAX_DENSITY * self.X.size:
+            self._Xk = kernels.CSR.from_dense(self.X)
+        else:
+            self._Xk = self.X
 
     def data(self):
         return [("X", self.X), ("y", self.y), ("sample_weight", self.s)]
@@ -413,8 +535,8 @@ class Custom(Function):
         self.curvature = "convex" if convex else "nonconvex"
 
     def value(self, w):
-        v = self._value(w)
-        return float(v) if self.size is None else np.asarray(v, dtype=np.float64)
+        v = np.asarray(self._value(w), dtype=np.float64)
+        return float(v) if self.size is None and v.ndim == 0 else v   # shapes: checked by the party
 
     def grad(self, w):
         return np.asarray(self._grad(w), dtype=np.float64)

@@ -20,7 +20,8 @@ so nothing overflows and no small quantity is formed by cancellation.
 
 Layouts: every kernel takes X either dense, a float64 array (C-contiguous for
 speed), or sparse, a :class:`CSR` (indptr int64 (N+1,), indices int64 sorted
-within each row, data float64, ncols = d), e.g. ``CSR.from_dense(X)``.  One
+within each row, data float64, ncols = d), e.g. ``CSR.from_dense(X)`` or
+``CSR.from_scipy(A)`` for a canonical scipy.sparse CSR matrix ``A``.  One
 kernel body serves both: it walks the rows through the jit-only helpers
 `_shape`, `_row`, `_dot`, `_axpy`, `_add_outer_upper`, which numba resolves
 per layout at compile time and inlines, so the dense path runs as fast as
@@ -67,6 +68,13 @@ class CSR(NamedTuple):
         indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=X.shape[0]), out=indptr[1:])
         return cls(indptr, cols.astype(np.int64), X[rows, cols], X.shape[1])
+
+    @classmethod
+    def from_scipy(cls, A):
+        """The arrays of a scipy.sparse CSR matrix in canonical format (sorted indices,
+        no duplicates), shared where the dtypes already match."""
+        return cls(np.asarray(A.indptr, dtype=np.int64), np.asarray(A.indices, dtype=np.int64),
+                   np.ascontiguousarray(A.data, dtype=np.float64), int(A.shape[1]))
 
 
 # ---- layout-generic helpers ------------------------------------------------

@@ -2,14 +2,42 @@
 
 Each owner evaluates its own part (its share of the Lagrangian gradient and its
 constraint values); only those are combined, so this runs on federated data as well.
+Without multipliers, :func:`kkt` estimates them (:func:`estimate_multipliers`); that
+needs each owner's constraint Jacobian (mᵢ × d) as well.
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field, fields
+
 import numpy as np
+from scipy.optimize import linprog, lsq_linear
 
 from .result import KKT, Multipliers
 
-__all__ = ["kkt", "as_multipliers"]
+__all__ = ["kkt", "as_multipliers", "estimate_multipliers", "EstimatedKKT"]
+
+# HiGHS tolerances for the multiplier LPs (its defaults, 1e-7, would show in the
+# residuals; the residuals themselves are recomputed exactly at the LP's answer).
+_LP_OPTIONS = dict(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10)
+
+
+@dataclass(eq=False)
+class EstimatedKKT(KKT):
+    """:class:`~constrfl.result.KKT` residuals at multipliers that :func:`kkt` estimated
+    (none were given): ``multipliers`` ({owner: Multipliers}) are those multipliers,
+    ``estimate`` says how they were found (``"lp"``: stationarity minimized exactly;
+    ``"least-squares"``: the fallback for a non-separable P; ``"none"``: no constraints,
+    or w outside dom P).  ``multipliers_estimated`` is True."""
+
+    multipliers: dict = field(default_factory=dict)
+    estimate: str = "lp"
+    multipliers_estimated = True
+
+    def __eq__(self, other):
+        """Equal to any KKT with the same residuals."""
+        if not isinstance(other, KKT):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(KKT))
 
 
 def as_multipliers(problem, multipliers=None):
@@ -70,14 +98,19 @@ def party_residuals(party, w, mult, atol=0.0):
 def kkt(problem, w, multipliers=None, atol=0.0):
     """Residuals of §2 at ``(w, μ, ν)``; see :class:`~constrfl.result.KKT`.
 
+    ``multipliers=None``: the multipliers are *estimated* as those that minimize the
+    stationarity residual ``dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w))`` over μ ≥ 0, ν free
+    (:func:`estimate_multipliers`), and an :class:`EstimatedKKT` (a KKT that also
+    carries them) is returned; w is then a KKT point iff all its residuals vanish.
+
     ``atol`` treats ``|w_j − kink| ≤ atol`` as at the kink of P and ``μ_j ≤ atol`` as
     zero in Definition 1 (use a small positive value for interior-point solutions).
     """
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (problem.dim,):
-        raise ValueError(f"w has shape {w.shape}, expected ({problem.dim},)")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("w contains NaN or inf")
+    w = _point(problem, w)
+    if multipliers is None:
+        mults, how = estimate_multipliers(problem, w, atol)
+        return EstimatedKKT(**asdict(kkt(problem, w, mults, atol)), multipliers=mults,
+                            estimate=how)
     mults = as_multipliers(problem, multipliers)
     g = np.zeros(problem.dim)
     feas = compl = def1 = 0.0
@@ -87,3 +120,89 @@ def kkt(problem, w, multipliers=None, atol=0.0):
         feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
     stat = problem.regularizer.dist(w, g, atol)
     return KKT(float(stat), feas, compl, def1, problem.regularizer.exact_dist)
+
+
+def _point(problem, w):
+    w = np.asarray(w, dtype=np.float64)
+    if w.shape != (problem.dim,):
+        raise ValueError(f"w has shape {w.shape}, expected ({problem.dim},)")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("w contains NaN or inf")
+    return w
+
+
+def estimate_multipliers(problem, w, atol=0.0):
+    """Multipliers ``λ = (μ ≥ 0, ν)`` minimizing the stationarity residual at ``w``:
+    ``({owner: Multipliers}, how)``.
+
+    With ``g₀ = Σ ∇fᵢ(w)`` and ``A = [∇c(w)ᵀ ∇h(w)ᵀ]`` (d × m), the residual is
+    ``min_{z ∈ ∂P(w)} ‖g₀ + Aλ + z‖∞``.
+
+    * separable P (``how = "lp"``, exact): ``∂P(w) = Π_j [lo_j, hi_j]``; eliminating the
+      subgradient variable z_j leaves the LP ``min t`` s.t.
+      ``g₀_j + A_jλ + lo_j ≤ t`` and ``−g₀_j − A_jλ − hi_j ≤ t`` (rows with an infinite
+      end dropped), μ ≥ 0, t ≥ 0 (for L1 at w_j = 0 this is ``[|g_j + A_jλ| − lam]₊``).
+      A second LP breaks ties toward complementarity: among λ whose residual is within
+      ``1e-9·(1 + ‖g₀‖∞)`` (the LP's precision) of the minimum it minimizes
+      ``Σ_j μ_j·[−c_j(w)]₊``, so inactive constraints get μ_j = 0 where they can.
+      Both are solved by HiGHS (dual simplex).
+    * any other P (``how = "least-squares"``, a documented fallback): λ minimizes the
+      Euclidean norm ``‖g₀ + Aλ‖₂`` over μ ≥ 0 (bounded least squares), ignoring ∂P;
+      the residual reported with it is exact for that λ, an upper bound of the minimum.
+
+    ``how = "none"`` when there are no constraints (nothing to estimate) or w lies
+    outside dom P (the residual is inf for every λ); the multipliers are then 0.
+    """
+    w = _point(problem, w)
+    g0 = np.zeros(problem.dim)
+    cols, slack, sizes = [], [], []
+    for p in problem.parties:
+        g0 += p.f_value_grad(w)[1]
+        c, Jc = p.c_value_jac(w)
+        cols += [Jc.T, p.h_jac(w).T]
+        slack += [np.maximum(-c, 0.0), np.zeros(p.n_eq)]
+        sizes += [p.n_ineq, p.n_eq]
+    A = np.hstack(cols)
+    free = np.concatenate([np.full(n, k % 2 == 1) for k, n in enumerate(sizes)])
+    weights = np.concatenate(slack)
+    P = problem.regularizer
+    lam, how = np.zeros(A.shape[1]), "none"
+    if A.shape[1] and P.separable:
+        lo, hi = P.subgradients(w, atol)
+        if np.all(lo <= hi):
+            lam, how = _lp_multipliers(g0, A, free, weights, lo, hi), "lp"
+    elif A.shape[1]:
+        lower = np.where(free, -np.inf, 0.0)
+        lam = lsq_linear(A, -g0, bounds=(lower, np.inf), method="bvls").x
+        how = "least-squares"
+    lam = np.where(free, lam, np.maximum(lam, 0.0))
+    out, start = {}, 0
+    for p in problem.parties:
+        mu = lam[start:start + p.n_ineq]
+        nu = lam[start + p.n_ineq:start + p.n_ineq + p.n_eq]
+        start += p.n_ineq + p.n_eq
+        out[p.name] = Multipliers(mu.copy(), nu.copy())
+    return out, how
+
+
+def _lp_multipliers(g0, A, free, weights, lo, hi):
+    """The two LPs of :func:`estimate_multipliers` over x = (λ, t)."""
+    m = A.shape[1]
+    up, down = np.isfinite(lo), np.isfinite(hi)
+    # g0 + Aλ + lo ≤ t  and  −g0 − Aλ − hi ≤ t, as rows [±A_j, −1]·x ≤ rhs
+    A_ub = np.vstack([np.hstack([A[up], -np.ones((up.sum(), 1))]),
+                      np.hstack([-A[down], -np.ones((down.sum(), 1))])])
+    b_ub = np.concatenate([-(g0 + lo)[up], (g0 + hi)[down]])
+    bounds = [(None, None) if f else (0.0, None) for f in free] + [(0.0, None)]
+    cost = np.r_[np.zeros(m), 1.0]
+    first = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs-ds",
+                    options=_LP_OPTIONS)
+    if first.status != 0:
+        raise RuntimeError(f"kkt: the multiplier LP failed: {first.message}")
+    if not np.any(weights > 0):
+        return first.x[:m]
+    t_max = first.x[m] + 1e-9 * (1.0 + float(np.max(np.abs(g0), initial=0.0)))
+    bounds[-1] = (0.0, t_max)
+    second = linprog(np.r_[weights, 0.0], A_ub=A_ub, b_ub=b_ub, bounds=bounds,
+                     method="highs-ds", options=_LP_OPTIONS)
+    return (second if second.status == 0 else first).x[:m]

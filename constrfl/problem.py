@@ -111,6 +111,10 @@ class Party:
         v, g = _call("objective", f, "value_grad", w)
         return _scalar("objective", v), _checked("objective", "gradient", g, (w.size,))
 
+    def f_value(self, w):
+        f = self.objective
+        return 0.0 if f is None else _scalar("objective", _call("objective", f, "value", w))
+
     def f_minibatch_grad(self, w, rng, batch_size=None):
         """∇fᵢ on a minibatch of the party's own rows (drawn by ``rng``)."""
         if self.objective is None:
@@ -128,6 +132,8 @@ class Party:
     def c_value(self, w):
         if not self.constraints:
             return np.zeros(0)
+        if len(self.constraints) == 1:       # the common case, without the stacking
+            return self._c_value(0, self.constraints[0], w)
         return np.concatenate([self._c_value(k, f, w) for k, f in enumerate(self.constraints)])
 
     def c_value_jac(self, w):
@@ -420,7 +426,7 @@ def _checked(slot, what, a, shape):
     if a.shape != shape:
         raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {a.shape}, "
                          f"expected {shape}") from ValueError(f"{what} shape {a.shape}")
-    flat = a.reshape(-1)
+    flat = a if a.ndim == 1 else a.ravel()
     if not math.isfinite(flat @ flat) and not np.isfinite(flat).all():
         raise PartyError(st.NUMERICAL_ERROR, slot, f"its {what} contains NaN or inf") \
             from FloatingPointError(f"non-finite {what}")
@@ -432,14 +438,16 @@ def _scalar(slot, v):
     if type(v) is not float:
         v = _checked(slot, "value", v, ())
     if not math.isfinite(v):
-        raise PartyError(st.NUMERICAL_ERROR, slot, f"its value is {v}") \
+        raise PartyError(st.NUMERICAL_ERROR, slot, f"its value contains NaN or inf ({v})") \
             from FloatingPointError(f"non-finite value {v}")
     return float(v)
 
 
 def _rows(slot, f, v):
     """A constraint's value as a 1-D array (one entry, or ``size`` entries)."""
-    return _checked(slot, "value", v, () if f.size is None else (f.size,)).reshape(-1)
+    if f.size is None:
+        return np.array([_scalar(slot, v)])
+    return _checked(slot, "value", v, (f.size,))
 
 
 def _jacobian(slot, f, J, d):

@@ -8,18 +8,41 @@ Each :class:`Regularizer` gives
   A coordinate (or a ball constraint) counts as *at* its kink or bound when it is within
   ``atol`` of it; the solvers' iterates come out of ``prox`` and sit exactly there, while
   interior-point reference solutions (cvxpy) need a small ``atol``;
-* ``cvxpy(w)``: ``(expression, constraints)`` for a cvxpy variable ``w``.
+* ``cvxpy(w)``: ``(expression, constraints)`` for a cvxpy variable ``w``;
+* for a separable P (``separable = True``), ``subgradients(w, atol=0)``: arrays
+  ``(lo, hi)`` with ``∂P(w) = Π_j [lo_j, hi_j]`` (``lo_j = +inf, hi_j = −inf``, an empty
+  interval, outside dom P).  Its ``dist`` is ``max_j dist(0, g_j + [lo_j, hi_j])`` and
+  :func:`constrfl.kkt` uses the intervals to estimate multipliers by a linear program.
+
+A separable ``L1``, ``SquaredL2`` or ``ElasticNet`` plus a ``Box`` (or ``NonNegative``)
+is again prox-friendly: ``prox.L1(0.1) + prox.NonNegative()`` is a :class:`Boxed`.
+Any other sum raises TypeError.
 """
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["Regularizer", "Zero", "L1", "SquaredL2", "ElasticNet", "Box", "NonNegative",
-           "L2Ball", "L1Ball", "Nuclear"]
+           "Boxed", "L2Ball", "L1Ball", "Nuclear"]
+
+
+def _real_array(x, name, owner, what="a real number or an array of real numbers"):
+    """``x`` as a float64 array: TypeError unless it holds real numbers (booleans,
+    strings and None are not numbers)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{owner}: {name} must be {what}, got {x!r} ({type(x).__name__})")
+    return a.astype(np.float64)
 
 
 def _positive(x, name, owner, allow_zero=True):
-    x = float(x)
+    """A finite real ``x ≥ 0`` (``> 0`` unless ``allow_zero``): TypeError when ``x`` is
+    not a real number, ValueError when out of range; both name ``owner`` and ``name``."""
+    a = _real_array(x, name, owner, "a real number")
+    if a.ndim:
+        raise TypeError(f"{owner}: {name} must be a real number, got an array of shape "
+                        f"{a.shape}")
+    x = float(a)
     if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
         raise ValueError(f"{owner}: {name} must be a finite {'non-negative' if allow_zero else 'positive'} "
                          f"number, got {x}")
@@ -30,10 +53,17 @@ def _soft(v, k):
     return np.sign(v) * np.maximum(np.abs(v) - k, 0.0)
 
 
-def _l1_dist(w, g, lam, atol):
-    """Per-coordinate ``dist(0, g + lam·∂|·|(w))`` for the L1 term, as a vector."""
+def _l1_interval(w, lam, atol):
+    """``lam·∂|·|(w)`` per coordinate: ``lam·sign(w_j)``, or ``[−lam, lam]`` at 0."""
     at_zero = np.abs(w) <= atol
-    return np.where(at_zero, np.maximum(np.abs(g) - lam, 0.0), np.abs(g + lam * np.sign(w)))
+    s = lam * np.sign(w)
+    return np.where(at_zero, -lam, s), np.where(at_zero, lam, s)
+
+
+def interval_dist(g, lo, hi):
+    """Per coordinate ``dist(0, g_j + [lo_j, hi_j]) = max(0, g_j + lo_j, −g_j − hi_j)``
+    (``inf`` for an empty interval, ``lo_j > hi_j``)."""
+    return np.maximum(np.maximum(g + lo, -g - hi), 0.0)
 
 
 def _min_upper_envelope(a, b):
@@ -75,11 +105,23 @@ class Regularizer:
     def prox(self, v, t):
         raise NotImplementedError
 
+    def subgradients(self, w, atol=0.0):
+        """Separable P only: ``(lo, hi)`` with ``∂P(w) = Π_j [lo_j, hi_j]``."""
+        raise NotImplementedError(f"{type(self).__name__} is not separable")
+
     def dist(self, w, g, atol=0.0):
-        raise NotImplementedError
+        """``dist∞(0, g + ∂P(w))``; for a separable P from its subgradient intervals."""
+        w = np.asarray(w, dtype=np.float64)
+        return float(np.max(interval_dist(g, *self.subgradients(w, atol)), initial=0.0))
 
     def cvxpy(self, w):
         raise NotImplementedError
+
+    def __add__(self, other):
+        return Boxed.combine(self, other)
+
+    def __radd__(self, other):
+        return Boxed.combine(other, self)
 
     def check_dim(self, dim):
         """Raise ValueError if the regularizer's data do not fit dimension ``dim``."""
@@ -100,8 +142,9 @@ class Zero(Regularizer):
     def prox(self, v, t):
         return np.array(v, dtype=np.float64)
 
-    def dist(self, w, g, atol=0.0):
-        return float(np.max(np.abs(g), initial=0.0))
+    def subgradients(self, w, atol=0.0):
+        z = np.zeros(np.shape(w))
+        return z, z
 
     def cvxpy(self, w):
         return 0.0, []
@@ -121,8 +164,8 @@ class L1(Regularizer):
     def prox(self, v, t):
         return _soft(v, self.lam * t)
 
-    def dist(self, w, g, atol=0.0):
-        return float(np.max(_l1_dist(w, g, self.lam, atol), initial=0.0))
+    def subgradients(self, w, atol=0.0):
+        return _l1_interval(w, self.lam, atol)
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -130,24 +173,43 @@ class L1(Regularizer):
 
 
 class SquaredL2(Regularizer):
-    """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``)."""
+    """``P(w) = (lam/2)‖w‖²`` (smooth; prox ``v/(1 + t·lam)``).  ``lam`` may also be a
+    1-D array of per-coordinate weights: ``P(w) = ½ Σⱼ lamⱼ wⱼ²`` (a weighted ridge)."""
 
     separable = True
 
     def __init__(self, lam):
-        self.lam = _positive(lam, "lam", "SquaredL2")
+        a = _real_array(lam, "lam", "SquaredL2", "a real number or a 1-D array of real "
+                                                 "numbers")
+        if a.ndim == 0:
+            self.lam = _positive(lam, "lam", "SquaredL2")
+        elif a.ndim > 1 or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"SquaredL2: lam must be a finite non-negative number or 1-D "
+                             f"array of them, got shape {a.shape}")
+        else:
+            self.lam = a
+
+    def check_dim(self, dim):
+        if np.ndim(self.lam) and np.shape(self.lam) != (dim,):
+            raise ValueError(f"SquaredL2: lam has shape {np.shape(self.lam)}, expected "
+                             f"({dim},)")
 
     def value(self, w):
+        if np.ndim(self.lam):
+            return 0.5 * float(np.sum(self.lam * w * w))
         return 0.5 * self.lam * float(w @ w)
 
     def prox(self, v, t):
         return np.asarray(v, dtype=np.float64) / (1.0 + t * self.lam)
 
-    def dist(self, w, g, atol=0.0):
-        return float(np.max(np.abs(g + self.lam * w), initial=0.0))
+    def subgradients(self, w, atol=0.0):
+        s = self.lam * np.asarray(w, dtype=np.float64)
+        return s, s
 
     def cvxpy(self, w):
         import cvxpy as cp
+        if np.ndim(self.lam):
+            return 0.5 * cp.sum_squares(cp.multiply(np.sqrt(self.lam), w)), []
         return 0.5 * self.lam * cp.sum_squares(w), []
 
 
@@ -166,8 +228,10 @@ class ElasticNet(Regularizer):
     def prox(self, v, t):
         return _soft(v, self.l1 * t) / (1.0 + t * self.l2)
 
-    def dist(self, w, g, atol=0.0):
-        return float(np.max(_l1_dist(w, g + self.l2 * w, self.l1, atol), initial=0.0))
+    def subgradients(self, w, atol=0.0):
+        lo, hi = _l1_interval(w, self.l1, atol)
+        s = self.l2 * np.asarray(w, dtype=np.float64)
+        return s + lo, s + hi
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -180,8 +244,8 @@ class Box(Regularizer):
     separable = True
 
     def __init__(self, lower=-np.inf, upper=np.inf):
-        self.lower = np.asarray(lower, dtype=np.float64)
-        self.upper = np.asarray(upper, dtype=np.float64)
+        self.lower = _real_array(lower, "lower", "Box")
+        self.upper = _real_array(upper, "upper", "Box")
         for name, a in (("lower", self.lower), ("upper", self.upper)):
             if a.ndim > 1 or np.any(np.isnan(a)):
                 raise ValueError(f"Box: {name} must be a scalar or 1-D array without NaN")
@@ -200,12 +264,14 @@ class Box(Regularizer):
     def prox(self, v, t):
         return np.clip(v, self.lower, self.upper)
 
-    def dist(self, w, g, atol=0.0):
-        lo, up = w <= self.lower + atol, w >= self.upper - atol
-        r = np.where(lo & up, 0.0, np.where(lo, np.maximum(-g, 0.0),
-                                            np.where(up, np.maximum(g, 0.0), np.abs(g))))
+    def subgradients(self, w, atol=0.0):
+        """The normal cone of the box: ``(−∞, 0]`` at a lower bound, ``[0, ∞)`` at an
+        upper one, all of R at both, ``{0}`` inside; empty outside (beyond ``atol``)."""
+        at_lo, at_up = w <= self.lower + atol, w >= self.upper - atol
+        lo = np.where(at_lo, -np.inf, 0.0)
+        hi = np.where(at_up, np.inf, 0.0)
         outside = (w < self.lower - atol) | (w > self.upper + atol)
-        return float(np.inf if outside.any() else np.max(r, initial=0.0))
+        return np.where(outside, np.inf, lo), np.where(outside, -np.inf, hi)
 
     def cvxpy(self, w):
         cons = []
@@ -226,6 +292,68 @@ class NonNegative(Box):
 
     def __repr__(self):
         return "NonNegative()"
+
+
+class Boxed(Regularizer):
+    """``P(w) = p(w) + ι_B(w)``: a separable ``p`` (:class:`L1`, :class:`SquaredL2` or
+    :class:`ElasticNet`) restricted to the box ``B`` of a :class:`Box` (or
+    :class:`NonNegative`); built by ``p + box`` in either order.
+
+    **prox is the clipped prox**, ``prox_{t(p+ι_B)}(v) = clip(prox_{tp}(v), lower, upper)``,
+    coordinate by coordinate.  Proof: both terms are separable, so the prox splits into
+    1-D problems ``min_{l ≤ x ≤ u} φ(x)``, ``φ(x) = t·p_j(x) + ½(x − v_j)²``.  φ is strongly
+    convex with unconstrained minimizer ``x* = prox_{tp_j}(v_j)``, hence non-increasing on
+    ``(−∞, x*]`` and non-decreasing on ``[x*, ∞)``; its minimizer over ``[l, u]`` is the
+    point of the interval nearest to x*, ``clip(x*, l, u)``.  (The order matters:
+    ``prox_p(clip(v))`` is wrong in general.  Composition rules of this kind are studied
+    in Y. Yu, "On decomposing the proximal map", NeurIPS 2013.)
+
+    ``∂P(w) = ∂p(w) + N_B(w)`` (sum rule: p is finite everywhere), interval by interval,
+    so ``dist`` is exact.
+    """
+
+    separable = True
+    INNER = ()            # filled in below the classes: (L1, SquaredL2, ElasticNet)
+
+    def __init__(self, inner, box):
+        if not isinstance(inner, self.INNER) or not isinstance(box, Box):
+            raise TypeError(f"Boxed: need one of {[c.__name__ for c in self.INNER]} and a "
+                            f"Box, got {inner!r} and {box!r}")
+        self.inner, self.box = inner, box
+
+    @classmethod
+    def combine(cls, a, b):
+        """``a + b`` for regularizers: a :class:`Boxed` when one is a Box and the other
+        an L1, SquaredL2 or ElasticNet; TypeError naming the pair otherwise."""
+        for inner, box in ((a, b), (b, a)):
+            if isinstance(inner, cls.INNER) and isinstance(box, Box):
+                return cls(inner, box)
+        raise TypeError(f"cannot add {a!r} and {b!r}: a closed-form prox of a sum is "
+                        f"known here only for one of {[c.__name__ for c in cls.INNER]} "
+                        "plus a Box or NonNegative (the clipped prox); other sums need "
+                        "their own Regularizer")
+
+    def check_dim(self, dim):
+        self.box.check_dim(dim)
+        self.inner.check_dim(dim)
+
+    def value(self, w):
+        return self.inner.value(w) + self.box.value(w)
+
+    def prox(self, v, t):
+        return np.clip(self.inner.prox(v, t), self.box.lower, self.box.upper)
+
+    def subgradients(self, w, atol=0.0):
+        lo_p, hi_p = self.inner.subgradients(w, atol)
+        lo_b, hi_b = self.box.subgradients(w, atol)
+        return lo_p + lo_b, hi_p + hi_b            # p finite: no inf − inf
+
+    def cvxpy(self, w):
+        expr, cons = self.inner.cvxpy(w)
+        return expr, cons + self.box.cvxpy(w)[1]
+
+    def __repr__(self):
+        return f"{self.inner!r} + {self.box!r}"
 
 
 class _Ball(Regularizer):
@@ -344,3 +472,6 @@ class Nuclear(Regularizer):
         return self.lam * cp.normNuc(cp.reshape(w, self.shape, order="C")), []
 
 
+
+
+Boxed.INNER = (L1, SquaredL2, ElasticNet)

@@ -132,3 +132,68 @@ def test_nonfinite_during_run_gives_numerical_error():
     assert res.status == "numerical_error"
     assert np.all(np.isfinite(res.w))
     assert "client 'client-0': objective: its gradient contains NaN or inf" in res.message
+
+
+# -- strict inputs: parameters that are not numbers, empty dimensions, certify ----------------
+
+@pytest.mark.parametrize("make, owner, arg", [
+    (lambda: prox.L1(None), "L1", "lam"),
+    (lambda: prox.L1("0.1"), "L1", "lam"),
+    (lambda: prox.L1(True), "L1", "lam"),
+    (lambda: prox.SquaredL2(False), "SquaredL2", "lam"),
+    (lambda: prox.ElasticNet(0.1, "x"), "ElasticNet", "l2"),
+    (lambda: prox.L1Ball("abc"), "L1Ball", "radius"),
+    (lambda: prox.L2Ball(None), "L2Ball", "radius"),
+    (lambda: prox.Nuclear("a", (2, 2)), "Nuclear", "lam"),
+    (lambda: prox.Box("a", 1.0), "Box", "lower"),
+    (lambda: prox.Box(0.0, [1.0, None]), "Box", "upper"),
+    (lambda: prox.Box(0.0, [True, False]), "Box", "upper"),
+])
+def test_regularizer_parameters_must_be_numbers(make, owner, arg):
+    with pytest.raises(TypeError, match=rf"{owner}: {arg} must be a real number"):
+        make()
+
+
+@pytest.mark.parametrize("X", [np.ones((5, 0)), "sparse"])
+@pytest.mark.parametrize("cls", [fn.LogisticLoss, fn.LeastSquares])
+def test_zero_column_data_is_named(cls, X):
+    import scipy.sparse as sp
+    X = sp.csr_array((5, 0)) if isinstance(X, str) else X
+    with pytest.raises(ValueError, match=rf"{cls.__name__}: X has no columns \(dimension 0\)"):
+        cls(X, np.ones(5))
+
+
+def test_templates_name_zero_columns_and_string_bounds():
+    from constrfl.problems import fairness, neyman_pearson, norm_ball_logistic
+    y, ids = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ValueError, match="neyman_pearson: X has no columns"):
+        neyman_pearson(np.ones((4, 0)), y, ids, 0.2)
+    with pytest.raises(ValueError, match="fairness: X has no columns"):
+        fairness(np.ones((4, 0)), y, ids, sensitive=y)
+    with pytest.raises(ValueError, match="norm_ball_logistic: data: X has no columns"):
+        norm_ball_logistic(data=(np.ones((4, 0)), y, ids))
+    with pytest.raises(TypeError, match=r"neyman_pearson: max_class1_loss must be a real "
+                                        r"number, got '0.2' \(str\)"):
+        neyman_pearson(X, y, ids, max_class1_loss="0.2")
+    with pytest.raises(TypeError, match="fairness: max_disparity must be a real number"):
+        fairness(X, y, ids, max_disparity="0.1", sensitive=y)
+    with pytest.raises(TypeError, match="neyman_pearson: X must be a 2-D array of real"):
+        neyman_pearson(np.array([["a", "b"]] * 4), y, ids, 0.2)
+
+
+def test_certify_names_bad_arguments():
+    p = cf.Problem([client(name="a", constraints=[fn.Affine(np.ones(3), -1.0)])])
+    with pytest.raises(TypeError, match=r"certify: result must be a SolveResult or a "
+                                        r"point w .*got 'abc'"):
+        cf.certify(p, "abc")
+    with pytest.raises(ValueError, match=r"certify: the point w has shape \(2,\), expected "
+                                         r"\(3,\)"):
+        cf.certify(p, np.zeros(2))
+    with pytest.raises(ValueError, match=r"certify: solver 'NOPE' is not an installed cvxpy "
+                                         r"solver; installed: \[.*'CLARABEL'"):
+        cf.certify(p, np.zeros(3), solver="NOPE")
+    with pytest.raises(TypeError, match="certify: solver must be the name"):
+        cf.certify(p, np.zeros(3), solver=None)
+    with pytest.raises(TypeError, match="certify: problem must be a constrfl.Problem"):
+        cf.certify("abc", np.zeros(3))

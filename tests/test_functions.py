@@ -32,6 +32,9 @@ SCALAR = {
     "combo": 0.5 * fn.LogisticLoss(X, ylab) + fn.Quadratic(A) - 0.2,
     "lsq_sparse": fn.LeastSquares(Xsp, Xsp @ np.arange(10.0), sample_weight=swsp),
     "logistic_sparse": fn.LogisticLoss(Xsp, ysp, sample_weight=swsp),
+    "squared_norm": fn.SquaredNorm(),
+    "squared_norm_b": fn.SquaredNorm(b=rng.standard_normal(d)),
+    "squared_norm_Ab": fn.SquaredNorm(rng.standard_normal((3, d)), rng.standard_normal(3)),
 }
 
 
@@ -154,3 +157,18 @@ def test_cached_evaluates_once_per_point(monkeypatch):
     assert len(calls) == 1
     combo.value_grad(w + 1.0)
     assert len(calls) == 2
+
+
+def test_squared_norm_is_the_squared_residual():
+    M, b = rng.standard_normal((3, d)), rng.standard_normal(3)
+    w = rng.standard_normal(d)
+    assert fn.SquaredNorm(M, b).value(w) == pytest.approx(np.sum((M @ w - b) ** 2), rel=1e-14)
+    assert fn.SquaredNorm(b=w).value(w) == 0.0
+    assert fn.SquaredNorm().value(w) == pytest.approx(np.sum(w ** 2), rel=1e-15)
+    f = fn.SquaredNorm(M)
+    assert f.dim == d and f.quadratic and f.curvature == "convex"
+    np.testing.assert_allclose(f.hess(w), 2 * M.T @ M, rtol=1e-15)
+    assert fn.SquaredNorm().dim is None and fn.SquaredNorm(b=b).dim == 3
+    assert (fn.SquaredNorm() - 4.0).curvature == "convex"
+    with pytest.raises(ValueError, match=r"SquaredNorm: b has shape \(2,\), expected \(3,\)"):
+        fn.SquaredNorm(M, np.ones(2))

@@ -94,3 +94,65 @@ def test_certificate_reports_both_points():
     assert cert.multiplier_distance <= 1e-4
     text = str(cert)
     assert "stationarity" in text and "cvxpy" in text
+
+
+@pytest.mark.parametrize("method", ["fedproxal", "cproxal"])
+def test_norm_ball_constraints_from_squared_norm(method):
+    """‖w − c‖ ≤ r₁ at one client and ‖w‖ ≤ r₀ at the server, written as
+    ``fn.SquaredNorm(b=c) - r₁²`` and ``fn.SquaredNorm() - r₀²``; certified by cvxpy,
+    whose form is cp.sum_squares.  Both bind: the data pull w toward 10·e₀, the balls
+    (centres 0 and 2·e₁, radii 1.5 and 1.2) meet in a lens whose point furthest along
+    e₀ lies on both spheres, while each ball alone would give a point outside the other."""
+    rng = np.random.default_rng(3)
+    d = 6
+    w_star = np.r_[10.0, 0.3 * rng.standard_normal(d - 1)]
+    clients = []
+    for i in range(3):
+        X = rng.standard_normal((30, d))
+        clients.append(cf.Client(objective=cf.functions.LeastSquares(X, X @ w_star),
+                                 name=f"c{i}"))
+    center = 2.0 * np.eye(d)[1]
+    clients[1] = cf.Client(objective=clients[1].objective, name="c1",
+                           constraints=[cf.functions.SquaredNorm(b=center) - 1.2 ** 2])
+    server = cf.Server(constraints=[cf.functions.SquaredNorm() - 1.5 ** 2])
+    prob = cf.Problem(clients, server=server)
+    res = cf.solve(prob, method=method, tol=1e-6)
+    assert res.status == "optimal", res.message
+    cert = cf.certify(prob, res)
+    assert cert.reference_status == "optimal"
+    assert cert.objective_gap <= 1e-6, str(cert)
+    assert cert.kkt.stationarity <= 1e-6 and cert.kkt.feasibility <= 1e-6
+    assert cert.kkt.complementarity <= 1e-6
+    mult = cert.reference_multipliers
+    assert mult["server"].ineq[0] > 1e-2 and mult["c1"].ineq[0] > 1e-2   # both bind
+    assert np.linalg.norm(res.w) == pytest.approx(1.5, abs=1e-6)
+
+
+def test_certificate_verdict_and_short_repr():
+    p = problem("np_l1")
+    res = cf.solve(p, method="cproxal", tol=1e-6)
+    cert = cf.certify(p, res)
+    assert cert.ok and cert.reference_projection == 0.0
+    text = repr(cert)
+    assert text.startswith("Certificate(ok=True, objective_gap=") and len(text) < 160
+    assert "ok: True" in str(cert) and "stationarity" in str(cert)
+    strict = cf.certify(p, res, kkt_tol=1e-12)                # our residuals are ~1e-7
+    assert not strict.ok and repr(strict).startswith("Certificate(ok=False")
+    far = cf.certify(p, np.zeros(p.dim))
+    assert not far.ok and far.objective_gap > 1e-2
+    with pytest.raises(ValueError, match="certify: gap_tol must be a positive number"):
+        cf.certify(p, res, gap_tol=0.0)
+
+
+def test_reference_point_outside_an_indicator_is_projected():
+    """SCS stops 8.5e-6 outside the L1 ball here, so P = inf at its point; certify
+    projects it onto the ball and reports how far it moved."""
+    from constrfl.problems import norm_ball_logistic
+    p = norm_ball_logistic(ball="l1", radius=1.0, seed=0)
+    res = cf.solve(p, method="cproxal", tol=1e-6)
+    cert = cf.certify(p, res, solver="SCS")
+    assert 1e-7 < cert.reference_projection < 1e-4
+    assert np.isfinite(cert.reference_objective)
+    assert np.abs(cert.reference_w).sum() <= 1.0 * (1 + 1e-12)
+    assert cert.objective_gap <= 1e-4                         # SCS's own accuracy
+    assert "projected onto dom P" in str(cert)

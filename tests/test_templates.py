@@ -204,8 +204,8 @@ def _fairness_data():
 @pytest.fixture(scope="module")
 def fair():
     D, S, ids = _fairness_data()
-    prob = fairness(D.X, D.y, D.sensitive, ids, server_data=(S.X, S.y, S.sensitive),
-                    max_disparity=0.05)
+    prob = fairness(D.X, D.y, ids, 0.05, sensitive=D.sensitive,
+                    server_data=(S.X, S.y, S.sensitive))
     return prob, {m: cf.solve(prob, method=m, tol=TOL) for m in METHODS}
 
 
@@ -252,12 +252,12 @@ def test_fairness_skips_a_client_without_one_subgroup():
     D, _, ids = _fairness_data()
     ids = ids.copy()
     ids[(ids == 1) & (D.sensitive == 1)] = 0          # client 1: only subgroup a left
-    prob = fairness(D.X, D.y, D.sensitive, ids, max_disparity=0.05)
+    prob = fairness(D.X, D.y, ids, max_disparity=0.05, sensitive=D.sensitive)
     assert [c.n_ineq for c in prob.clients] == [2, 0, 2]
     assert prob.server.is_empty
     res = cf.solve(prob, method="fedproxal", tol=TOL)
     assert res.status == "optimal", res.message
-    no_local = fairness(D.X, D.y, D.sensitive, ids, local=False)
+    no_local = fairness(D.X, D.y, ids, sensitive=D.sensitive, local=False)
     assert [c.n_ineq for c in no_local.clients] == [0, 0, 0]
 
 
@@ -305,3 +305,75 @@ BAD = [
 def test_templates_validate_their_inputs(template, kwargs, argument):
     with pytest.raises(ValueError, match=argument):
         template(**kwargs)
+
+
+# -- labels: {0, 1} only, no row dropped -----------------------------------------------------
+
+def _np_rows():
+    D = make_classification(n_samples=40, n_features=3, seed=0)
+    return D.X, D.y.astype(float), np.arange(40) % 4
+
+
+def test_neyman_pearson_uses_every_row():
+    X, y, ids = _np_rows()
+    prob = neyman_pearson(X, y, ids, 0.5)
+    assert sum(p.n_samples for p in prob.clients) == 40
+
+
+@pytest.mark.parametrize("bad", [2.0, -1.0, np.nan, 0.5])
+def test_neyman_pearson_refuses_labels_outside_0_1_naming_client_and_count(bad):
+    X, y, ids = _np_rows()
+    y[[1, 5, 9, 2]] = bad                    # rows 1, 5, 9 belong to client 1; row 2 to 2
+    with pytest.raises(ValueError, match=r"neyman_pearson: y must hold labels in \{0, 1\}"
+                                         r".*client 1: 3 of 10 rows; client 2: 1 of 10 rows"):
+        neyman_pearson(X, y, ids, 0.5)
+
+
+def test_string_labels_are_refused_not_dropped():
+    X, y, ids = _np_rows()
+    with pytest.raises(ValueError, match="client 0: 10 of 10 rows"):
+        neyman_pearson(X, np.where(y == 1, "pos", "neg"), ids, 0.5)
+
+
+def test_bad_labels_on_server_and_in_fairness_are_named():
+    X, y, ids = _np_rows()
+    ys = y.copy()
+    ys[0] = 3
+    with pytest.raises(ValueError, match=r"server_data: y .*server_data: 1 of 40 rows"):
+        neyman_pearson(X, y, ids, 0.5, server_data=(X, ys))
+    D, _, fids = _fairness_data()
+    s = D.sensitive.astype(float)
+    s[fids == 2] = np.nan
+    with pytest.raises(ValueError, match=r"fairness: sensitive .*client 2: 100 of 100 rows"):
+        fairness(D.X, D.y, fids, sensitive=s)
+    with pytest.raises(ValueError, match=r"norm_ball_logistic: data: y .*client 0: 1 of"):
+        norm_ball_logistic(data=(X, np.r_[7.0, y[1:]], ids))
+
+
+def test_data_templates_share_one_argument_order():
+    """``(X, y, client_ids, <bound>, *, ...)``; an old-order fairness call (sensitive
+    third) fails loudly instead of using client_ids as the bound."""
+    import inspect
+    for template, bound in ((neyman_pearson, "max_class1_loss"), (fairness, "max_disparity")):
+        params = list(inspect.signature(template).parameters.values())
+        assert [p.name for p in params[:4]] == ["X", "y", "client_ids", bound]
+        assert all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params[:4])
+        assert all(p.kind == p.KEYWORD_ONLY for p in params[4:])
+    D, _, ids = _fairness_data()
+    with pytest.raises(TypeError, match="fairness: max_disparity must be a real number"):
+        fairness(D.X, D.y, D.sensitive, ids, sensitive=D.sensitive)
+    with pytest.raises(TypeError, match="sensitive"):
+        fairness(D.X, D.y, ids, 0.1)
+
+
+def test_lcqp_attaches_its_solution_as_w_true():
+    """w_true from the KKT linear solve agrees with cvxpy's solution of the pooled
+    problem and is a KKT point (multipliers estimated by cf.kkt)."""
+    for kw in (dict(n_clients=3, dim=10, rows_per_client=1), dict(n_clients=2, dim=6,
+                                                                    rows_per_client=0)):
+        prob = lcqp(seed=1, **kw)
+        cert = cf.certify(prob, prob.w_true)
+        assert cert.reference_status == "optimal"
+        np.testing.assert_allclose(prob.w_true, cert.reference_w, atol=1e-7)
+        assert cert.kkt.stationarity <= 1e-10 and cert.kkt.feasibility <= 1e-12
+        assert cert.ok

@@ -1,10 +1,14 @@
-"""Benchmark of issue 3: wall time, rounds and final KKT residuals of fedproxal (both
-inner solvers) and cproxal, next to cvxpy/Clarabel on the pooled problem, measured in
-the same run.
+"""The benchmark: wall time, rounds and final KKT residuals of fedproxal (both inner
+solvers) and cproxal against cvxpy/Clarabel on the pooled problem, measured in the same run,
+on the paper's problems: Neyman-Pearson (30) as in Table 1 (breast-cancer-wisconsin with
+n = 20 and 5 clients, adult with n = 20) and the LCQP of Appendix E.2 (n = 10, d = 500).
 
     python validation/bench.py [--data DIR] [--repeats 3] [--admm-everywhere]
+    python validation/bench.py --quick         # smoke run: breast-cancer n = 5, 1 repeat
 
-Writes validation/results/bench.md.  Times are medians over ``--repeats`` runs; a solver
+Writes ``bench.md`` into ``--out-dir`` (default ``validation/out/``, not committed);
+``--update-results`` replaces the committed ``validation/results/bench.md`` (the README's
+results table).  Times are medians over ``--repeats`` runs; a solver
 whose first run takes longer than 20 s is run once (marked ``n=1``).  The ADMM inner
 solver runs with its defaults on the breast-cancer and LCQP cases, and with the fixed ρ
 tuned for NP on breast-cancer only, unless ``--admm-everywhere`` (on adult it needs
@@ -16,24 +20,29 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
-import constrfl as cf
-from constrfl import prox
-from constrfl.problems import lcqp, neyman_pearson
-from constrfl.problems.datasets import load_adult, load_breast_cancer_wisconsin
-from constrfl.problems.partition import stratified_split
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C                                                # noqa: E402
+import constrfl as cf                                             # noqa: E402
+from constrfl import prox                                         # noqa: E402
+from constrfl.problems import lcqp, neyman_pearson                # noqa: E402
+from constrfl.problems.datasets import (load_adult,               # noqa: E402
+                                        load_breast_cancer_wisconsin)
+from constrfl.problems.partition import stratified_split         # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 SLOW = 20.0
 
 
-def cases(data):
+def cases(data, quick=False):
     bcw = load_breast_cancer_wisconsin(data / "breast-cancer-wisconsin")
-    for n in (20, 5):
+    for n in ((5,) if quick else (20, 5)):
         ids = stratified_split(bcw.y, n, seed=0)
         yield f"NP breast-cancer-wisconsin, n={n}", neyman_pearson(bcw.X, bcw.y, ids, 0.2)
+    if quick:
+        return
     adult = load_adult(data / "adult")
     ids = stratified_split(adult.y, 20, seed=0)
     # Unregularized NP on adult has no minimizer: five one-hot columns occur only in
@@ -78,18 +87,24 @@ def timed(fn, repeats):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path,
-                    default=Path(os.environ.get("CONSTRFL_DATA", ROOT.parent / "shared" / "data")))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=C.data_dir(),
+                    help="directory holding the UCI data folders "
+                         "(default $CONSTRFL_DATA or ../shared/data)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs per solver; the median time is reported (default 3)")
     ap.add_argument("--admm-everywhere", action="store_true",
                     help="run the ADMM inner solver on adult and the large LCQP too")
-    ap.add_argument("--out", type=Path, default=ROOT / "validation" / "results" / "bench.md")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: NP breast-cancer-wisconsin n = 5 only, one repeat")
+    C.add_output_args(ap, "bench.md")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.repeats = 1
 
     load = os.getloadavg()[0]
     rows = []
-    for name, problem in cases(args.data):
+    for name, problem in cases(args.data, args.quick):
         ref, t_ref, k_ref = timed(lambda: cf.certify(problem, problem.start_point()), args.repeats)
         rows.append((name, "cvxpy/Clarabel (pooled)", t_ref, k_ref, "", "",
                      f"{ref.reference_kkt.stationarity:.1e}",
@@ -105,8 +120,7 @@ def main(argv=None):
             print(f"  {label}: {t:.3f}s, {res.rounds} rounds, {res.status}", flush=True)
 
     lines = ["# Benchmark: fedproxal and cproxal vs. cvxpy/Clarabel", "",
-             f"Command: `python validation/bench.py --repeats {args.repeats}"
-             f"{' --admm-everywhere' if args.admm_everywhere else ''}`; {time.strftime('%Y-%m-%d')}, "
+             f"Command: `{C.command_line()}`; {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores, OPENBLAS_NUM_THREADS="
              f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, load average {load:.2f} "
              "at the start (a shared "
@@ -117,9 +131,7 @@ def main(argv=None):
              "| status | x Clarabel |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join([r[0], r[1], f"{r[2]:.3f}", str(r[3])] + [str(x) for x in r[4:]])
               + " |" for r in rows]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    C.write(C.output_path(args), "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

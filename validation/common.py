@@ -1,5 +1,9 @@
-"""Shared helpers of the validation scripts (table1.py, table2.py, lcqp_e2.py).
+"""Shared helpers of the validation scripts (table1.py, table2.py, lcqp_e2.py; the
+output options also bench.py and compare_baselines.py).
 
+* :func:`add_output_args`, :func:`output_path`: every script writes to ``--out-dir``
+  (default ``validation/out/``, not committed), or with ``--update-results`` to the
+  committed ``validation/results/``, or to the file ``--out``.
 * :func:`solver_variants`: the methods each script runs: ``fedproxal`` with each inner
   solver (``inner="admm"``, ``inner="newton"``) and ``cproxal``, restricted by
   ``--methods``.
@@ -19,11 +23,12 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "validation" / "results"
+RESULTS = ROOT / "validation" / "results"      # committed: cited by the README
+OUT = ROOT / "validation" / "out"              # default output, ignored by git
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# The paper's settings (§5.1, §5.2, E.2 and ALGORITHMS.md §6), reported next to ours.
+# The paper's settings (its §5.1, §5.2, E.2; docs/algorithms.md §6), reported next to ours.
 PAPER_SETTINGS = "β = 300, ρᵢ = 0.01 (fixed), s̄ = 10⁻³ with τ_k = s̄/(k+1)², q = 0.9, ε₁ = ε₂ = 10⁻³"
 REPORTED_DEFAULTS = ("beta", "rho", "adaptive_rho", "s_bar", "tau_decay", "q", "max_outer",
                      "max_inner", "local_max_iter", "local_solver", "inner")
@@ -31,9 +36,33 @@ REPORTED_DEFAULTS = ("beta", "rho", "adaptive_rho", "s_bar", "tau_decay", "q", "
 
 # -- data ---------------------------------------------------------------------------------
 
-def add_common_args(parser, seeds, ridge=False):
-    """--quick, --seeds, --clients, --jobs, --data, --out, --methods, --budget, --note,
-    and with ``ridge`` --ridge (read back by :func:`ridge_regularizer`)."""
+def add_output_args(parser, filename):
+    """--out-dir, --update-results and --out (one of them): where the script writes
+    ``filename``; read back by :func:`output_path`."""
+    group = parser.add_argument_group("output (one of)").add_mutually_exclusive_group()
+    group.add_argument("--out-dir", type=Path, default=OUT, metavar="DIR",
+                       help=f"write {filename} (and any figure) into DIR "
+                            "(default: validation/out/, not committed)")
+    group.add_argument("--update-results", action="store_true",
+                       help=f"write validation/results/{filename}, the committed results "
+                            "the README cites")
+    group.add_argument("--out", type=Path, default=None, metavar="FILE",
+                       help="write the markdown to FILE instead")
+    parser.set_defaults(output_name=filename)
+    return parser
+
+
+def output_path(args):
+    """The markdown file chosen by :func:`add_output_args`."""
+    if args.out is not None:
+        return args.out
+    return (RESULTS if args.update_results else args.out_dir) / args.output_name
+
+
+def add_common_args(parser, seeds, filename, ridge=False):
+    """--quick, --seeds, --clients, --jobs, --data, --methods, --budget, --note, the
+    output options of :func:`add_output_args` for ``filename``, and with ``ridge``
+    --ridge (read back by :func:`ridge_regularizer`)."""
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: a small subset of the cases (< 2 min)")
     parser.add_argument("--seeds", type=int, default=None,
@@ -46,7 +75,6 @@ def add_common_args(parser, seeds, ridge=False):
     parser.add_argument("--data", default=None,
                         help="directory holding the UCI data folders "
                              "(default $CONSTRFL_DATA or ../shared/data)")
-    parser.add_argument("--out", default=None, help="output markdown file")
     parser.add_argument("--methods", nargs="+", default=None,
                         help="run only these rows, e.g. 'fedproxal[newton]' cproxal "
                              "(labels as in the tables)")
@@ -61,7 +89,7 @@ def add_common_args(parser, seeds, ridge=False):
         parser.add_argument("--ridge", type=float, default=None,
                             help="add P(w) = (λ/2)‖w‖²: a strongly convex objective, so a "
                                  "minimizer exists (adult and monks-1 have none without it)")
-    return parser
+    return add_output_args(parser, filename)
 
 
 def ridge_regularizer(lam):

@@ -17,7 +17,9 @@ problem (``cf.certify``).
 ``--ridge λ`` adds P(w) = (λ/2)‖w‖² to (30): without it adult and monks-1 have no
 minimizer (see ``one_class_columns``), so tol = 1e-6 is out of reach for any method.
 
-Writes ``validation/results/table1.md`` (or ``--out``).
+Writes ``table1.md`` into ``--out-dir`` (default ``validation/out/``, not committed);
+``--update-results`` updates the committed ``validation/results/table1.md`` (the sections
+of the data sets run; the others are kept).
 """
 from __future__ import annotations
 
@@ -196,7 +198,7 @@ def section(name, outs, clients, provenance, data, ridge=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    C.add_common_args(p, SEEDS, ridge=True)
+    C.add_common_args(p, SEEDS, "table1.md", ridge=True)
     p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None)
     a = p.parse_args(argv)
     restricted = C.select_methods(a)
@@ -241,7 +243,7 @@ def main(argv=None):
     prov = C.provenance(wall, notes)
     sections = {d: section(d, [o for o in outs if o["dataset"] == d], clients, prov, data,
                            a.ridge) for d in datasets}
-    C.merge_sections(a.out or C.RESULTS / "table1.md", top, sections, DATASETS)
+    C.merge_sections(C.output_path(a), top, sections, DATASETS)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ differences of convex functions: the problem is nonconvex and has no cvxpy refer
 columns that occur in one class only let the loss keep falling as ‖w‖ grows, as in
 Table 1), and tol = 1e-6 is not reached.
 
-Writes ``validation/results/table2.md`` (or ``--out``).
+Writes ``table2.md`` into ``--out-dir`` (default ``validation/out/``, not committed);
+``--update-results`` replaces the committed ``validation/results/table2.md``.
 """
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ def run_one(case):
     train, test = load(data, subsample)
     X, y, s = train.X, train.y, train.sensitive
     ids = stratified_split(2 * y + s, n, seed=seed)
-    problem = fairness(X, y, s, ids, server_data=(test.X, test.y, test.sensitive),
-                       max_disparity=DELTA,
+    problem = fairness(X, y, ids, DELTA, sensitive=s,
+                       server_data=(test.X, test.y, test.sensitive),
                        regularizer=C.ridge_regularizer(ridge))
     runs = []
     for label, method, extra in C.solver_variants():
@@ -139,7 +140,7 @@ def table(outs, clients):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    C.add_common_args(p, SEEDS, ridge=True)
+    C.add_common_args(p, SEEDS, "table2.md", ridge=True)
     p.add_argument("--subsample", type=int, default=None,
                    help="use a fixed random subset of this many train rows (and half as "
                         "many test rows); smoke runs only (--quick: 2000)")
@@ -187,7 +188,7 @@ def main(argv=None):
     recs = [dict(r, case=f"n={o['n']} seed={o['seed']}") for o in outs for r in o["runs"]]
     body = [C.header("Table 2: fairness-constrained logistic regression (32) on adult",
                      wall, notes), table(outs, clients), C.failures_section(recs)]
-    C.write(a.out or C.RESULTS / "table2.md", "\n".join(body))
+    C.write(C.output_path(a), "\n".join(body))
 
 
 if __name__ == "__main__":

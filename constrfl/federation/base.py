@@ -73,7 +73,10 @@ class Federation:
         if self.counted and counted:
             t = self.traffic
             t.rounds += 1
-            t.bytes_down += FLOAT * sum(floats(payloads[n]) for n in names)
+            if per_client:
+                t.bytes_down += FLOAT * sum(floats(payloads[n]) for n in names)
+            else:
+                t.bytes_down += FLOAT * len(names) * floats(payload)
             t.bytes_up += FLOAT * sum(floats(replies[n]) for n in names)
         out = {n: replies[n] for n in names}
         if own is not None:

@@ -253,38 +253,37 @@ def penalized_grad(party, w, scale, weight, rng=None, batch_size=None):
 
 
 def _local_grad(msg, site):
-    """The client's gradient oracle for this round: ∇ of n·(fᵢ + penalty) (the seeds'
-    Fᵢ, n = ``n_clients``); its minibatches (``batch_size`` rows, 0: all) come from a
-    generator seeded by (``seed``, its name, ``round``), so no generator state is kept."""
+    """The client's gradient oracle for this round: ∇ of fᵢ + penalty (the seeds' Fᵢ);
+    its minibatches (``batch_size`` rows, 0: all) come from a generator seeded by
+    (``seed``, its name, ``round``), so no generator state is kept."""
     batch = msg["batch_size"] or None
     rng = None if batch is None else np.random.default_rng(
         [msg["seed"], zlib.crc32(site.party.name.encode()), msg["round"]])
-    return lambda w: penalized_grad(site.party, w, msg["n_clients"],
-                                    msg["penalty_weight"], rng, batch)
+    return lambda w: penalized_grad(site.party, w, 1.0, msg["penalty_weight"], rng, batch)
 
 
 @handles(M.SGD_TRAIN)
 def sgd_train(msg, state, site):
     """FedAvg / FedOpt client (003, Alg. 1–2; 002, Alg. 1): K steps x ← x − η_c gₖ;
-    with ``prox`` FedMid's client (002, Alg. 2): x ← prox_{η_c P}(x − η_c gₖ).  The OSP
+    with ``prox`` FedMid's client (002, Alg. 2): x ← prox_{η_c ψ}(x − η_c gₖ), ψ = P/n.  The OSP
     variants and FedDualAvg-OSP (on the dual state z) run it without ``prox``."""
     grad, lr = _local_grad(msg, site), msg["lr"]
     x = x0 = msg["x"]
     for _ in range(msg["steps"]):
         x = x - lr * grad(x)
         if msg["prox"]:
-            x = site.regularizer.prox(x, lr)
+            x = site.regularizer.prox(x, lr / msg["n_clients"])
     return {"delta": x - x0}, state
 
 
 @handles(M.DUAL_TRAIN)
 def dual_train(msg, state, site):
     """FedDualAvg client (002, Alg. 3): from the dual state z and prox weight offset A,
-    for k = 0..K−1:  w = prox_{(A + η_c k)P}(z),  z ← z − η_c ∇Fᵢ(w)."""
+    for k = 0..K−1:  w = prox_{(A + η_c k)ψ}(z),  z ← z − η_c ∇Fᵢ(w),  ψ = P/n."""
     grad, lr, P = _local_grad(msg, site), msg["lr"], site.regularizer
     z = z0 = msg["x"]
     for k in range(msg["steps"]):
-        z = z - lr * grad(P.prox(z, msg["offset"] + lr * k))
+        z = z - lr * grad(P.prox(z, (msg["offset"] + lr * k) / msg["n_clients"]))
     return {"delta": z - z0}, state
 
 

@@ -6,24 +6,24 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
+from ._args import labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["fairness"]
 
+OWNER = "fairness"
 
-def _rows(name, X, y, s, ids=None):
-    """Check one owner's rows; ``name`` prefixes the argument names in errors."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"fairness: {name}X must be 2-D, got shape {X.shape}")
-    cols = (("y", y), ("sensitive", s)) + ((("client_ids", ids),) if ids is not None else ())
-    for arg, a in cols:
-        if np.shape(a) != (X.shape[0],):
-            raise ValueError(f"fairness: {name}{arg} has shape {np.shape(a)}, expected "
-                             f"({X.shape[0]},): one entry per row of {name}X")
-    for arg, a in cols[:2]:
-        if not np.isin(a, (0, 1)).all():
-            raise ValueError(f"fairness: {name}{arg} must hold values in {{0, 1}}")
-    return X, np.asarray(y, dtype=np.float64), np.asarray(s).astype(bool)
+
+def _owner_rows(X, y, s, ids=None, prefix=""):
+    """Check one owner's rows (``prefix`` names the argument group in errors): labels
+    ``y`` and ``sensitive`` in {0, 1}, errors naming the client (or server_data)."""
+    if ids is None:
+        X, y, s = rows(OWNER, X, prefix=prefix, y=y, sensitive=s)
+    else:
+        X, y, s, ids = rows(OWNER, X, prefix=prefix, y=y, sensitive=s, client_ids=ids)
+    where = "server_data" if prefix else "client"
+    y = labels01(OWNER, f"{prefix}y", y, ids, where)
+    s = labels01(OWNER, f"{prefix}sensitive", s, ids, where).astype(bool)
+    return X, y, s, ids
 
 
 def _subgroups(X, y, s):
@@ -38,14 +38,17 @@ def _disparity(La, Lb, delta):
     return [La - Lb - delta, Lb - La - delta]
 
 
-def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *,
+def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None,
              local=True, regularizer=None):
     """Eq. (32): ``min (1/n) Σᵢ Lᵢ(w)`` s.t. for i = 0..n
     ``L(w; Dᵢᵃ) − L(w; Dᵢᵇ) ≤ δ`` and ``L(w; Dᵢᵇ) − L(w; Dᵢᵃ) ≤ δ``.
 
     ``L`` is the mean logistic loss (31), ``Lᵢ`` that of all of client i's rows,
     ``δ = max_disparity``, ``a``/``b`` the rows with ``sensitive`` 0/1 (labels ``y`` and
-    ``sensitive`` in {0, 1}).  ``client_ids[j]`` names the client of row j (clients in
+    ``sensitive`` in {0, 1}, one entry per row; a keyword argument).  ``X`` is a 2-D
+    array or any ``scipy.sparse`` matrix (kept sparse).  The argument order is that of
+    every template: ``(X, y, client_ids, <bound>, *, ...)``.
+    ``client_ids[j]`` names the client of row j (clients in
     sorted order, named ``client-<id>``).  Each client holds its pair of disparity
     constraints (``local=False`` drops them); **a client lacking rows of one subgroup
     gets no disparity constraints** (its disparity is undefined) but keeps its objective.
@@ -56,11 +59,9 @@ def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *
     ``cf.solve`` runs (without the convex theory's guarantees) and ``cf.certify``
     raises ValueError, since no convex ground truth exists.
     """
-    X, y, s = _rows("", X, y, sensitive, client_ids)
-    if not (np.isfinite(max_disparity) and max_disparity > 0):
-        raise ValueError(f"fairness: max_disparity must be a finite positive number, "
-                         f"got {max_disparity!r}")
-    ids = np.asarray(client_ids)
+    X, y, s, ids = _owner_rows(X, y, sensitive, client_ids)
+    warn_if_badly_scaled(OWNER, X)
+    max_disparity = real_arg(OWNER, "max_disparity", max_disparity, positive=True)
     labels = np.unique(ids)
     if labels.size == 0:
         raise ValueError("fairness: X has no rows")
@@ -84,7 +85,7 @@ def fairness(X, y, sensitive, client_ids, server_data=None, max_disparity=0.1, *
             X0, y0, s0 = server_data
         except (TypeError, ValueError):
             raise ValueError("fairness: server_data must be a triple (X0, y0, s0)") from None
-        X0, y0, s0 = _rows("server_data: ", X0, y0, s0)
+        X0, y0, s0, _ = _owner_rows(X0, y0, s0, prefix="server_data: ")
         if s0.all() or not s0.any():
             raise ValueError("fairness: server_data needs rows of both subgroups "
                              "(sensitive 0 and 1)")

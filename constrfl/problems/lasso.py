@@ -2,34 +2,14 @@
 (``002``, Yuan, Zaheer & Reddi 2021; ALGORITHMS.md §7), as a problem (5) with P = L1."""
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import functions as fn
 from .. import prox
 from ..problem import Client, Problem
+from ._args import int_arg, real_arg
 
 __all__ = ["federated_lasso"]
-
-
-def _int_arg(owner, name, value, minimum=1, maximum=None):
-    """``value`` as an int in [minimum, maximum], else ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-            or value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-        raise ValueError(f"{owner}: {name} must be an integer {bound}, got {value!r}")
-    return int(value)
-
-
-def _real_arg(owner, name, value, positive=False):
-    """``value`` as a finite float ≥ 0 (> 0 with ``positive``), else ValueError."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) \
-        and np.isfinite(value) and (value > 0 if positive else value >= 0)
-    if not ok:
-        raise ValueError(f"{owner}: {name} must be a finite "
-                         f"{'positive' if positive else 'non-negative'} number, got {value!r}")
-    return float(value)
 
 
 def mean_squared_error(X, y, n_clients):
@@ -55,13 +35,13 @@ def federated_lasso(n_clients=4, n_samples_per_client=32, dim=20, sparsity=5, no
     ``problem.w_true`` (shape ``(dim,)``), as in every synthetic template.
     """
     owner = "federated_lasso"
-    M = _int_arg(owner, "n_clients", n_clients)
-    N = _int_arg(owner, "n_samples_per_client", n_samples_per_client)
-    d = _int_arg(owner, "dim", dim)
-    k = _int_arg(owner, "sparsity", sparsity, 0, d)
-    noise = _real_arg(owner, "noise", noise)
-    lam = _real_arg(owner, "lam", lam)
-    seed = _int_arg(owner, "seed", seed, 0)
+    M = int_arg(owner, "n_clients", n_clients)
+    N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
+    d = int_arg(owner, "dim", dim)
+    k = int_arg(owner, "sparsity", sparsity, 0, d)
+    noise = real_arg(owner, "noise", noise)
+    lam = real_arg(owner, "lam", lam)
+    seed = int_arg(owner, "seed", seed, 0)
     rng = np.random.default_rng(seed)
     w_true = np.zeros(d)
     w_true[rng.choice(d, size=k, replace=False)] = rng.standard_normal(k)

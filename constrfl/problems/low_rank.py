@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import prox
 from ..problem import Client, Problem
-from .lasso import _int_arg, _real_arg, mean_squared_error
+from ._args import int_arg, real_arg
+from .lasso import mean_squared_error
 
 __all__ = ["low_rank_matrix"]
 
@@ -28,18 +29,18 @@ def low_rank_matrix(n_clients=4, n_samples_per_client=40, shape=(5, 4), rank=2, 
     ``problem.regularizer.shape``).
     """
     owner = "low_rank_matrix"
-    M = _int_arg(owner, "n_clients", n_clients)
-    N = _int_arg(owner, "n_samples_per_client", n_samples_per_client)
+    M = int_arg(owner, "n_clients", n_clients)
+    N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
     try:
         p, q = shape
-        p, q = _int_arg(owner, "shape[0]", p), _int_arg(owner, "shape[1]", q)
+        p, q = int_arg(owner, "shape[0]", p), int_arg(owner, "shape[1]", q)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{owner}: shape must be a pair of positive integers (p, q), "
                          f"got {shape!r}") from err
-    r = _int_arg(owner, "rank", rank, 0, min(p, q))
-    noise = _real_arg(owner, "noise", noise)
-    lam = _real_arg(owner, "lam", lam)
-    seed = _int_arg(owner, "seed", seed, 0)
+    r = int_arg(owner, "rank", rank, 0, min(p, q))
+    noise = real_arg(owner, "noise", noise)
+    lam = real_arg(owner, "lam", lam)
+    seed = int_arg(owner, "seed", seed, 0)
     rng = np.random.default_rng(seed)
     W_true = rng.standard_normal((p, r)) @ rng.standard_normal((r, q)) / np.sqrt(max(r, 1))
     w_true = W_true.ravel()

@@ -7,7 +7,7 @@ import numpy as np
 from .. import functions as fn
 from .. import prox
 from ..problem import Client, Problem
-from .lasso import _int_arg, _real_arg
+from ._args import int_arg, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["norm_ball_logistic"]
 
@@ -27,7 +27,8 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
     as ``problem.w_true`` as in every synthetic template; it usually lies outside the
     ball (that is what makes the constraint active), so it is not the solution.
 
-    ``data=(X, y, client_ids)`` uses given rows instead (e.g. from
+    ``data=(X, y, client_ids)`` uses given rows instead (X a 2-D array or any
+    ``scipy.sparse`` matrix, kept sparse; y in {0, 1}; e.g. from
     :func:`~constrfl.problems.datasets.make_classification` and a partitioner;
     ``client_ids[j]`` names the client of row j, clients in sorted order); then
     ``n_clients``, ``n_samples_per_client``, ``dim`` and ``seed`` are unused and
@@ -36,12 +37,12 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
     owner = "norm_ball_logistic"
     if not isinstance(ball, str) or ball not in BALLS:
         raise ValueError(f"{owner}: ball must be one of {sorted(BALLS)}, got {ball!r}")
-    radius = _real_arg(owner, "radius", radius, positive=True)
+    radius = real_arg(owner, "radius", radius, positive=True)
     if data is None:
-        M = _int_arg(owner, "n_clients", n_clients)
-        N = _int_arg(owner, "n_samples_per_client", n_samples_per_client)
-        d = _int_arg(owner, "dim", dim)
-        rng = np.random.default_rng(_int_arg(owner, "seed", seed, 0))
+        M = int_arg(owner, "n_clients", n_clients)
+        N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
+        d = int_arg(owner, "dim", dim)
+        rng = np.random.default_rng(int_arg(owner, "seed", seed, 0))
         w_true = rng.standard_normal(d)
         X = rng.standard_normal((M * N, d))
         y = (rng.random(M * N) < 1.0 / (1.0 + np.exp(-X @ w_true))).astype(np.float64)
@@ -51,12 +52,9 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
             X, y, ids = data
         except (TypeError, ValueError):
             raise ValueError(f"{owner}: data must be a triple (X, y, client_ids)") from None
-        X, y, ids = np.asarray(X, dtype=np.float64), np.asarray(y), np.asarray(ids)
-        if X.ndim != 2 or y.shape != (X.shape[0],) or ids.shape != y.shape:
-            raise ValueError(f"{owner}: data: X {X.shape}, y {y.shape} and client_ids "
-                             f"{ids.shape} must have matching rows")
-        if not np.isin(y, (0, 1)).all():
-            raise ValueError(f"{owner}: data: y must hold labels in {{0, 1}}")
+        X, y, ids = rows(owner, X, prefix="data: ", y=y, client_ids=ids)
+        warn_if_badly_scaled(owner, X)
+        y = labels01(owner, "data: y", y, ids)
         w_true = None
     labels = np.unique(ids)
     clients = [Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[ids == i], y[ids == i]),

@@ -26,9 +26,14 @@ class AugmentedTerm:
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
-        val, g, H = 0.0, np.zeros(w.size), None
+        val, g, H = 0.0, None, None
         if self.objective:
-            val, g = party.f_value_grad(w)
+            if order >= 1:
+                val, g = party.f_value_grad(w)
+            else:
+                val = party.f_value(w)
+        if order >= 1 and g is None:
+            g = np.zeros(w.size)
         if order >= 2:
             H = party.f_hess(w) if self.objective else 0.0
             H = None if H is None else np.zeros((w.size, w.size)) + H

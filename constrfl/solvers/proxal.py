@@ -23,7 +23,7 @@ from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
 from ..result import KKT, Multipliers
-from .infeasibility import stalled, violation_check
+from .diagnostics import running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule"]
 
@@ -79,12 +79,13 @@ def _kkt_round(problem, w, replies, previous):
     return kkt, mults, step, objective
 
 
-def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, report,
-                callback):
+def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, beta_max,
+                report, callback):
     """Run outer iterations from the state ``s`` (updated in place, round by round).
 
-    Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"`` or
-    ``"infeasible"``; other ways out raise :class:`~constrfl.errors.SolveStop`.
+    Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
+    ``"infeasible"`` or ``"unbounded"`` (:mod:`.diagnostics`); other ways out raise
+    :class:`~constrfl.errors.SolveStop`.
     """
     eps1, eps2 = eps
     while s.k < max_outer:
@@ -95,19 +96,22 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, rep
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
-        tau, iterations = s.inner.tau, s.inner.iterations
-        replies, following = _start(fed, inner, k + 1, w_new, s.beta,
+        tau, iterations, beta = s.inner.tau, s.inner.iterations, s.beta
+        following_beta = next_beta(s.history, beta, beta_max, eps2)
+        replies, following = _start(fed, inner, k + 1, w_new, following_beta,
                                     tau_schedule(k + 1, s_bar, tau_decay, eps1), update=True)
         kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
         s.w, s.k, s.multipliers, s.inner = w_new, k + 1, mults, following
+        s.beta = following_beta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
-        rec = dict(k=k, tau=tau, beta=s.beta, inner_iterations=iterations,
+        rec = dict(k=k, tau=tau, beta=beta, inner_iterations=iterations,
                    inner_converged=converged, step=dw, multiplier_step=mstep,
-                   rule11=dw + s.beta * tau <= s.beta * eps1 and mstep <= s.beta * eps2,
+                   rule11=dw + beta * tau <= beta * eps1 and mstep <= beta * eps2,
                    stationarity=kkt.stationarity, feasibility=kkt.feasibility,
                    complementarity=kkt.complementarity, definition1=kkt.definition1,
-                   objective=objective, rounds=fed.traffic.rounds,
+                   objective=objective, w_norm=float(np.max(np.abs(w_new))),
+                   rounds=fed.traffic.rounds,
                    bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
         if not np.isfinite([kkt.stationarity, kkt.definition1, rec["objective"]]).all():
             raise NonFiniteIterate(f"non-finite residuals or objective in outer "
@@ -126,12 +130,31 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, rep
             verdict = violation_check(problem, fed, s, eps2)
             if verdict is not None:
                 return st.INFEASIBLE, verdict
+        evidence = unbounded(s.history, eps2)
+        if evidence is not None:
+            return st.UNBOUNDED, evidence
     last = s.history[-1] if s.history else None
     failed = ("; ".join(_record_kkt(last).failures(eps1, eps2)) if last
               else "no outer iteration run")
-    return st.MAX_ITERATIONS, f"reached max_outer={max_outer} with {failed}"
+    return (st.MAX_ITERATIONS,
+            f"reached max_outer={max_outer} with {failed}{running_off(s.history)}")
 
 
 def _record_kkt(rec):
     return KKT(rec["stationarity"], rec["feasibility"], rec["complementarity"],
                rec["definition1"])
+
+
+
+def next_beta(history, beta, beta_max, eps2):
+    """The penalty of the next subproblem: β ← min(10β, β_max) when the violation at
+    the newest iterate exceeds ε₂ and fell by less than 4× over the last outer
+    iteration (the classic augmented-Lagrangian rule, Nocedal & Wright, Framework 17.3:
+    update the multipliers when the violation fell enough, else raise the penalty).
+    Early subproblems with a small β are well conditioned; the multiplier steps then
+    make the final, larger-β ones nearly feasible from the start."""
+    if not history or beta >= beta_max:
+        return beta
+    f = history[-1]["feasibility"]
+    before = history[-2]["feasibility"] if len(history) > 1 else np.inf
+    return min(10.0 * beta, beta_max) if f > eps2 and f > 0.25 * before else beta

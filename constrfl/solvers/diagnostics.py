@@ -1,4 +1,7 @@
-"""When the constraint violation stalls: a certificate of infeasibility, or a larger β.
+"""What the outer loop concludes when it is not converging: infeasibility (with a
+certificate), unboundedness, or iterates that run off (no minimizer).
+
+**Infeasibility.**  When the constraint violation stalls: a certificate, or a larger β.
 
 A stalled violation has two causes: an empty feasible set, or a penalty β too small for
 the multiplier steps to push the iterates to it.  To tell them apart the server solves
@@ -23,7 +26,7 @@ from ..federation.messages import MessageType as M
 from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton
 
-__all__ = ["stalled", "violation_check", "STATIONARY"]
+__all__ = ["stalled", "violation_check", "unbounded", "running_off", "STATIONARY"]
 
 WINDOW = 5          # outer iterations between checks, and over which progress is judged
 STATIONARY = 1e-9   # stationarity of V that certifies its minimum (convex V)
@@ -66,3 +69,44 @@ def violation_check(problem, fed, s, eps2):
     s.inner = None          # the next subproblem restarts with the new β
     s.history[-1]["infeasibility_check"] = text + f"; β raised to {s.beta:g}"
     return None
+
+
+def unbounded(history, eps2):
+    """The unboundedness signature, judged on the second half of the outer iterations
+    (at least 20): every iterate feasible within ε₂, and the objective still falls as
+    fast at the end as at the half-way point (mean decrease over 5 iterations, at least
+    90%) while the stationarity residual has not fallen (at least 90%): steady descent
+    along feasible points with no sign of a minimizer.  (A problem whose infimum is
+    not attained — logistic loss on separable data — fails it: its decrease and its
+    stationarity fall like 1/k.)  Returns the evidence text, or None."""
+    k = len(history)
+    if k < 20:
+        return None
+    half = history[k // 2:]
+
+    def drop(i):
+        return (history[i - 5]["objective"] - history[i]["objective"]) / 5
+
+    first, last = drop(k // 2), drop(k - 1)
+    if (all(r["feasibility"] <= eps2 for r in half) and first > 0 and last >= 0.9 * first
+            and half[-1]["stationarity"] >= 0.9 * half[0]["stationarity"]):
+        return (f"the objective falls by {last:.3g} per outer iteration (to "
+                f"{half[-1]['objective']:.6g}) along feasible iterates, as fast as "
+                f"{k - k // 2} iterations before, while the stationarity stays at "
+                f"{half[-1]['stationarity']:.2e}: unbounded below")
+    return None
+
+
+def running_off(history):
+    """A hint for a solve that ran out of iterations: ‖w‖∞ kept growing through the
+    second half (every iteration, by 10% or more in all) — the problem may have no
+    minimizer."""
+    if len(history) < 10:
+        return ""
+    norms = [r["w_norm"] for r in history[len(history) // 2:]]
+    if all(b > a for a, b in zip(norms, norms[1:])) and norms[-1] >= 1.1 * norms[0]:
+        return (f"; ‖w‖∞ kept growing, from {norms[0]:.3g} to {norms[-1]:.3g} over the "
+                f"last {len(norms)} outer iterations: the problem may have no minimizer "
+                "(e.g. a logistic loss on separable data); add a ridge (prox.SquaredL2) "
+                "or bound w")
+    return ""

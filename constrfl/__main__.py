@@ -1,0 +1,4 @@
+"""``python -m constrfl``: the ``constrfl`` console script."""
+from .cli import main
+
+raise SystemExit(main())

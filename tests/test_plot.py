@@ -1,0 +1,127 @@
+"""constrfl.plot: figures drawn from res.history, written to PNG."""
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+
+import constrfl as cf
+from constrfl.plot import compare, plot_result
+from builders import np_problem
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def solved():
+    problem = np_problem(2, rows=200)
+    return dict(fed=cf.solve(problem, method="fedproxal", inner="newton"),
+                central=cf.solve(problem, method="cproxal"),
+                avg=cf.solve(problem, method="fedavg", penalty="quadratic", rounds=30))
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def lines_by_label(ax):
+    return {line.get_label(): line for line in ax.get_lines()}
+
+
+def test_plot_result_png_axes_and_gap_data(solved, tmp_path):
+    res = solved["fed"]
+    ref = res.objective * (1 - 1e-3)
+    fig = plot_result(res, reference=ref, target=1e-6)
+    path = tmp_path / "result.png"
+    fig.savefig(path)
+    assert path.stat().st_size > 1000
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "communication rounds"
+    assert ax.get_title() == f"fedproxal: {res.status}"
+    lines = lines_by_label(ax)
+    gap_label = next(k for k in lines if k.startswith("objective gap"))
+    assert "(reference)" in gap_label and "|F − F*|/|F*|" in gap_label
+    assert {"stationarity", "feasibility", "target 1e-06"} <= set(lines)
+    rounds = [r["rounds"] for r in res.history]
+    np.testing.assert_array_equal(lines["stationarity"].get_xdata(), rounds)
+    expected = [abs(r["objective"] - ref) / abs(ref) for r in res.history]
+    np.testing.assert_allclose(lines[gap_label].get_ydata(), np.maximum(expected, 1e-12))
+    assert ax.get_legend() is not None
+
+
+def test_plot_result_without_reference_uses_final_objective(solved):
+    res = solved["fed"]
+    fig = plot_result(res)
+    lines = lines_by_label(fig.axes[0])
+    gap_label = next(k for k in lines if k.startswith("objective gap"))
+    assert "final objective" in gap_label and "no reference given" in gap_label
+    gap = lines[gap_label].get_ydata()
+    assert np.isnan(gap[-1])                   # the reference point itself is not drawn
+    assert gap[0] == pytest.approx(abs(res.history[0]["objective"] - res.objective)
+                                   / abs(res.objective))
+
+
+def test_centralized_result_falls_back_to_outer_iterations(solved):
+    res = solved["central"]
+    assert res.rounds == 0
+    ax = plot_result(res).axes[0]
+    assert ax.get_xlabel().startswith("outer iterations")
+    np.testing.assert_array_equal(ax.get_lines()[0].get_xdata(),
+                                  np.arange(1, len(res.history) + 1))
+    with pytest.raises(ValueError, match="x='iterations'"):
+        plot_result(res, x="rounds")
+
+
+def test_plot_result_draws_into_given_axes(solved):
+    fig, (left, right) = plt.subplots(1, 2)
+    assert plot_result(solved["avg"], ax=right) is fig
+    assert not left.get_lines() and len(right.get_lines()) == 3
+
+
+def test_compare_one_panel_per_quantity(solved, tmp_path):
+    results = [solved["fed"], solved["avg"]]
+    fig = compare(results, ["fedproxal", "fedavg γ=100"], reference=solved["fed"].objective,
+                  target=1e-4, title="NP")
+    path = tmp_path / "compare.png"
+    fig.savefig(path)
+    assert path.stat().st_size > 1000
+    assert len(fig.axes) == 3
+    for ax, word in zip(fig.axes, ("stationarity", "feasibility", "objective gap")):
+        assert ax.get_yscale() == "log"
+        assert ax.get_ylabel().startswith(word)
+        assert ax.get_xlabel().startswith("communication rounds")
+        assert set(lines_by_label(ax)) == {"fedproxal", "fedavg γ=100", "target 0.0001"}
+    assert "(reference)" in fig.axes[2].get_xlabel()
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[:2] == ["fedproxal", "fedavg γ=100"]
+    avg = lines_by_label(fig.axes[1])["fedavg γ=100"]
+    np.testing.assert_array_equal(avg.get_xdata(), np.arange(1, 31))
+
+
+def test_compare_axes_kinds_and_errors(solved):
+    fed, central = solved["fed"], solved["central"]
+    with pytest.raises(ValueError, match="cproxal"):
+        compare([fed, central])
+    fig = compare([fed, central], x="iterations", quantities=["gap"])
+    assert len(fig.axes) == 1 and fig.axes[0].get_xlabel().startswith("outer iterations")
+    with pytest.raises(ValueError, match="2 results but 1 labels"):
+        compare([fed, central], ["one"], x="iterations")
+    with pytest.raises(ValueError, match="unknown quantity"):
+        compare([fed], quantities=["speed"])
+    _, axes = plt.subplots(1, 2)
+    with pytest.raises(ValueError, match="3 quantities but 2 axes"):
+        compare([fed], axes=axes)
+
+
+def test_empty_history_and_missing_matplotlib(solved, monkeypatch):
+    res = solved["fed"]
+    empty = cf.SolveResult(**{**vars(res), "history": []})
+    with pytest.raises(ValueError, match="history is empty"):
+        plot_result(empty)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install constrfl\[plot\]"):
+        plot_result(res)

@@ -1,0 +1,148 @@
+"""Stopping a solve (callback, time limit, Ctrl-C) keeps everything; a stopped solve,
+saved and loaded in a fresh process, resumes to the uninterrupted solve bit for bit."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import constrfl as cf
+from builders import np_problem
+
+TESTS = Path(__file__).resolve().parent
+VARIANTS = {"admm": dict(), "newton": dict(inner="newton"), "cproxal": dict(method="cproxal"),
+            "fedavg": dict(method="fedavg", penalty="quadratic", rounds=30)}
+
+
+def same(a, b):
+    """Bit-identical results: iterate, multipliers, counters, history."""
+    assert a.w.tobytes() == b.w.tobytes()
+    assert a.status == b.status and a.rounds == b.rounds
+    assert (a.bytes_up, a.bytes_down) == (b.bytes_up, b.bytes_down)
+    assert (a.outer_iterations, a.inner_iterations) == (b.outer_iterations, b.inner_iterations)
+    for k, m in a.multipliers.items():
+        assert m.ineq.tobytes() == b.multipliers[k].ineq.tobytes()
+        assert m.eq.tobytes() == b.multipliers[k].eq.tobytes()
+    assert json.dumps(a.to_dict()["history"]) == json.dumps(b.to_dict()["history"])
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_callback_stop_then_resume(variant):
+    p = np_problem(4, 0.4, rows=300, server_separation=0.8)
+    opts = VARIANTS[variant]
+    full = cf.solve(p, **opts)
+    third = (lambda r: r["round"] == 3) if "rounds" in opts else (lambda r: r["k"] == 2)
+    res = cf.solve(p, callback=third, **opts)
+    assert res.status == "stopped" and res.error is None
+    assert res.outer_iterations == 3
+    same(cf.solve(p, resume=res, **opts), full)
+
+
+def test_callback_stopiteration_and_exception():
+    p = np_problem(3, 0.4, rows=200)
+
+    def stop(r):
+        raise StopIteration
+    res = cf.solve(p, callback=stop)
+    assert res.status == "stopped" and res.outer_iterations == 1
+
+    def broken(r):
+        raise KeyError("oops")
+    res = cf.solve(p, callback=broken)
+    assert res.status == "stopped" and isinstance(res.error.__cause__, KeyError)
+    assert "the callback raised KeyError" in res.message and len(res.history) == 1
+
+
+def test_time_limit_inside_the_inner_loop():
+    """max_time is checked every round: a budget far shorter than one subproblem stops
+    the ADMM in the middle of it, and the result resumes to the uninterrupted answer."""
+    p = np_problem(5, 0.4, rows=400)
+    opts = dict(rho=0.01, adaptive_rho=False, beta=300.0)      # slow: thousands of rounds
+    full = cf.solve(p, max_outer=2, **opts)
+    res = cf.solve(p, max_time=0.2, max_outer=2, **opts)
+    assert res.status == "time_limit"
+    assert 0 < res.rounds < full.rounds and res.outer_iterations < 2
+    again = cf.solve(p, resume=res)
+    assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
+
+
+@pytest.mark.parametrize("variant", ["admm", "newton", "fedavg"])
+def test_saved_max_outer_result_resumes_in_a_fresh_process(variant, tmp_path):
+    """Stopped by max_outer=3 (rounds=10 for a baseline), saved, loaded and resumed in
+    another process: bit-identical to the uninterrupted solve, rounds and bytes too."""
+    p = np_problem(4, 0.4, rows=300, server_separation=0.8)
+    opts = VARIANTS[variant]
+    limit = {"rounds": 10} if "rounds" in opts else {"max_outer": 3}
+    full = cf.solve(p, **opts)
+    part = cf.solve(p, **dict(opts, **limit))
+    assert part.status == "max_iterations"
+    part.save(tmp_path / "part")
+    code = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(TESTS)!r})
+        import constrfl as cf
+        from builders import np_problem
+        p = np_problem(4, 0.4, rows=300, server_separation=0.8)
+        res = cf.load_result({str(tmp_path / 'part')!r})
+        cf.solve(p, resume=res, **{dict(opts, **({k: v * 100 for k, v in limit.items()}
+                                                   if "rounds" not in opts else {}))!r}
+                 ).save({str(tmp_path / 'done')!r})
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    same(cf.load_result(tmp_path / "done"), full)
+
+
+def test_save_format_is_plain_and_checked(tmp_path):
+    p = np_problem(3, 0.4, rows=200)
+    res = cf.solve(p, max_outer=2)
+    path = res.save(tmp_path / "r")
+    record = json.loads((path / "result.json").read_text())
+    assert record["format"] == "constrfl-result" and record["version"] == 1
+    with np.load(path / "arrays.npz", allow_pickle=False) as z:
+        assert "w" in z.files
+    back = cf.load_result(path)
+    assert back.w.tobytes() == res.w.tobytes() and back.status == res.status
+    json.dumps(res.to_dict())                                # plain types only
+    record["version"] = 99
+    (path / "result.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="format version 99"):
+        cf.load_result(path)
+    with pytest.raises(ValueError, match="belongs to another problem"):
+        cf.solve(np_problem(4, 0.4, rows=200), resume=res)
+    with pytest.raises(ValueError, match="only 'max_outer' may change"):
+        cf.solve(p, resume=res, beta=5.0)
+    with pytest.raises(ValueError, match="stopped at max_outer=2; pass a larger max_outer"):
+        cf.solve(p, resume=res)
+    done = cf.solve(p)
+    with pytest.raises(ValueError, match="cannot be resumed"):
+        cf.solve(p, resume=done)
+
+
+def test_sigint_stops_a_long_solve_cleanly():
+    """A real SIGINT to a process running a long solve: it prints its result line and
+    exits normally, status "interrupted", with the iterations done so far."""
+    code = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(TESTS)!r})
+        import constrfl as cf
+        from builders import np_problem
+        p = np_problem(5, 0.4, rows=400)
+        print("ready", flush=True)
+        res = cf.solve(p, rho=0.001, adaptive_rho=False, beta=1000.0, max_inner=10**7)
+        print("RESULT", res.status, res.rounds, flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    status, rounds = out.split("RESULT")[1].split()
+    assert status == "interrupted" and int(rounds) > 0

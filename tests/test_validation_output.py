@@ -1,0 +1,39 @@
+"""validation/common.py: where the validation scripts write (--out-dir, --update-results,
+--out), so that a run never overwrites the committed results by default."""
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
+import common  # noqa: E402
+
+
+def parse(argv):
+    parser = common.add_output_args(argparse.ArgumentParser(), "table9.md")
+    return common.output_path(parser.parse_args(argv))
+
+
+def test_default_is_outside_the_committed_results():
+    path = parse([])
+    assert path == common.OUT / "table9.md"
+    assert common.RESULTS not in path.parents
+
+
+def test_update_results_out_dir_and_out(tmp_path):
+    assert parse(["--update-results"]) == common.RESULTS / "table9.md"
+    assert parse(["--out-dir", str(tmp_path)]) == tmp_path / "table9.md"
+    assert parse(["--out", str(tmp_path / "x.md")]) == tmp_path / "x.md"
+
+
+def test_output_options_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as info:
+        parse(["--update-results", "--out-dir", "somewhere"])
+    assert info.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_out_dir_is_ignored_by_git():
+    ignore = (Path(__file__).resolve().parents[1] / ".gitignore").read_text().split()
+    assert "validation/out/" in ignore
