@@ -52,7 +52,7 @@ def flower_run(strategy, x0, seq):
 
 def constrfl_run(rule, x0, seq, lr, v0=None, lr_of_round=None, **params):
     """constrfl's server update on the mean deltas (P = 0: the prox is the identity)."""
-    server = _Primal(Zero(), rule, lr, **params)
+    server = _Primal(Zero(), N_CLIENTS, rule, lr, **params)
     s = server.init(x0.copy())
     if v0 is not None:
         s["v"] = np.full_like(x0, v0)
