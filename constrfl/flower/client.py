@@ -1,0 +1,175 @@
+"""The ClientApp: one site's side of the protocol on a Flower SuperNode.
+
+A site is identified by the name of the :class:`constrfl.Client` that the user's
+``build_client(context)`` returns — built from the site's own data, located through
+the SuperNode's ``--node-config`` (``context.node_config``, e.g.
+``site="hospital-a" data="/data/a.csv"``; the run config is ``context.run_config``); a
+client without a name is named after ``node_config[site_key]``.  Never by node id: a
+restarted SuperNode gets a new one.
+
+Every message runs the site's :class:`~constrfl.federation.PartyRuntime` (the pure
+handlers of :mod:`constrfl.federation.handlers`) on its state, which lives
+
+* in ``context.state`` (the SuperNode keeps it in memory between messages, for the run),
+* and in a site-local file pair ``<state_dir>/<site>.state.0|1``
+  (:class:`~.codec.SiteStore`), written before the reply leaves, so that a restarted
+  SuperNode (new node id, empty ``context.state``) carries on where it was.
+
+Both hold the solve's id: a message of another solve starts from a fresh state.  The
+runtime answers a sequence number it already answered from its cache, so a resent
+message (the server retries after a lost reply or a restart) is harmless.  Every
+message also names the last message this site answered (``prev``); a site whose state
+is elsewhere (lost, or the server resumed from an older result) answers a
+``client_error`` instead of computing from the wrong state.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from pathlib import Path
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+from .. import status as st
+from ..errors import PartyError
+from ..federation.handlers import Site
+from ..federation.runtime import PartyRuntime
+from ..problem import Client
+from . import codec
+
+__all__ = ["client_app", "DEFAULT_STATE_DIR"]
+
+log = logging.getLogger("constrfl.flower")
+
+#: where a site keeps its state unless the node config, ``state_dir`` or
+#: ``$CONSTRFL_STATE_DIR`` say otherwise
+DEFAULT_STATE_DIR = Path.home() / ".cache" / "constrfl" / "flower"
+
+
+def client_app(build_client, *, regularizer=None, site_key="site", state_dir=None, mods=None):
+    """A Flower ``ClientApp`` serving every constrfl message for one site.
+
+    Parameters
+    ----------
+    build_client : callable ``(context: flwr.app.Context) -> constrfl.Client``,
+        building the site's client from its own data (``context.node_config``: the
+        SuperNode's ``--node-config``; ``context.run_config``: the run's config).
+        Called once per process, node config and run config (the client, with its
+        data and cached factorizations, is kept for later messages).
+    regularizer : the problem's public regularizer P (default: none); only the clients
+        of the composite baselines (FedMid, FedDualAvg) use it, and it must be the
+        server's.
+    site_key : node-config key naming the site when the built client has no name.
+    state_dir : directory of the site-local state files; the node-config key
+        ``state-dir`` overrides it; default ``$CONSTRFL_STATE_DIR``, else
+        ``~/.cache/constrfl/flower``.
+    mods : Flower mods wrapped around every message (``ClientApp(mods=...)``).
+    """
+    if not callable(build_client):
+        raise TypeError(f"build_client must be callable, got {type(build_client).__name__}")
+    app = ClientApp(mods=mods)
+    sites, stores = {}, {}          # this process's: per node config, per state file
+
+    def site_of(context):
+        key = (tuple(sorted(context.node_config.items())),
+               tuple(sorted(context.run_config.items())))
+        if key not in sites:
+            sites[key] = _build(build_client, context, site_key, regularizer)
+        return sites[key]
+
+    def hello(context):
+        """Which site this node serves; a site that cannot be built says so (the
+        server ends the solve ``client_error`` naming it, instead of waiting)."""
+        try:
+            return {"site": site_of(context)[1]}
+        except Exception as exc:
+            log.exception("constrfl: building the site of node config %s failed",
+                          dict(context.node_config))
+            return {"site": str(context.node_config.get(site_key, "")),
+                    "error": f"building the site failed: {type(exc).__name__}: {exc}"}
+
+    def store_of(context, name):
+        path = _state_path(context.node_config, state_dir, name)
+        if path not in stores:
+            stores[path] = codec.SiteStore(path)
+        return stores[path]
+
+    def handler(message_type):
+        def handle(msg: Message, context: Context) -> Message:
+            if message_type == codec.HELLO:
+                return Message(RecordDict({codec.META: ConfigRecord(hello(context))}),
+                               reply_to=msg)
+            site, name = site_of(context)
+            fields = codec.meta(msg.content)
+            store = store_of(context, name)
+            runtime = _runtime(site, context, store, fields["solve"])
+            if runtime.seq not in (fields["prev"], fields["seq"]):
+                reply = PartyError(
+                    st.CLIENT_ERROR, "state",
+                    f"the site's state is at message {runtime.seq} of this solve, the "
+                    f"server expects {fields['prev']} (state lost, or the server resumed "
+                    f"from an older result)").named(name)
+            else:
+                resent = runtime.seq == fields["seq"]      # answered from the cache
+                reply = runtime.call(fields["seq"], message_type, codec.decode(msg.content))
+            out = {"seq": fields["seq"], "site": name, "solve": fields["solve"]}
+            if isinstance(reply, PartyError):
+                return Message(codec.encode_error(reply, out), reply_to=msg)
+            if not resent:
+                _keep(context, runtime, fields["solve"], store)
+            return Message(codec.encode(reply, out), reply_to=msg)
+        return handle
+
+    for t in codec.known_types():
+        category, action = codec.flower_type(t).split(".")
+        getattr(app, category)(action)(handler(t))
+    return app
+
+
+def _build(build_client, context, site_key, regularizer):
+    node_config = context.node_config
+    client = build_client(context)
+    if not isinstance(client, Client):
+        raise TypeError(f"build_client must return a constrfl.Client, got "
+                        f"{type(client).__name__}")
+    if client.name is None:
+        if site_key not in node_config:
+            raise ValueError(f"the client built for node config {dict(node_config)} has "
+                             f"no name and the node config has no {site_key!r} key")
+        client = copy.copy(client)
+        client.name = str(node_config[site_key])
+    return Site(client, regularizer), client.name
+
+
+def _state_path(node_config, state_dir, name):
+    root = node_config.get("state-dir") or state_dir or os.environ.get("CONSTRFL_STATE_DIR")
+    root = DEFAULT_STATE_DIR if not root else Path(os.path.expanduser(str(root)))
+    return root / f"{name}.state"
+
+
+def _runtime(site, context, store, solve):
+    """The site's runtime for ``solve``: from ``context.state``, else from the site's
+    file (a restarted SuperNode), else fresh."""
+    snapshot, fields = codec.state_from_records(context.state)
+    if snapshot is None or fields.get("solve") != solve:
+        snapshot, fields = store.load()
+        if fields.get("solve") != solve:
+            snapshot = None
+        elif snapshot is not None:
+            log.info("constrfl site %s: state of solve %s restored from %s (message %d)",
+                     site.party.name, solve, store.path, snapshot["seq"])
+    return PartyRuntime(site, snapshot)
+
+
+def _keep(context, runtime, solve, store):
+    """Store the runtime's snapshot in the site's file, then in ``context.state``."""
+    blob = codec.pack_state(runtime.snapshot(), {"solve": solve})
+    try:
+        store.save(blob)
+    except OSError as err:          # the reply still goes out; context.state holds it
+        log.warning("constrfl site %s: cannot write %s (%s); a restart of this "
+                    "SuperNode would lose the site's state", runtime.site.party.name,
+                    store.path, err)
+    context.state[codec.META] = codec.state_to_records(blob)

@@ -1,0 +1,257 @@
+"""How constrfl's messages travel in Flower's records, and back, bit for bit.
+
+* **Message types.**  A constrfl type ``"<phase>.<action>"`` (or a compound
+  ``"a.b+c.d"``) becomes Flower's ``"<category>.<identifier>"``: the category is
+  ``train`` for the messages that run local optimization, ``evaluate`` for the pure
+  evaluations and ``query`` for the rest (and every compound), the identifier the
+  constrfl type with ``.`` → ``_`` and ``+`` → ``__`` (``al.update+admm.start`` →
+  ``query.al_update__admm_start``).
+* **Payloads.**  A payload (a flat dict of float64 arrays and Python scalars,
+  :func:`constrfl.federation.messages.check_payload`) becomes two records of one
+  :class:`~flwr.app.RecordDict`: an ``ArrayRecord`` of :class:`~flwr.app.Array`
+  wrappers (NumPy's ``.npy`` bytes: bit-exact, NaN payloads, −0.0 and subnormals
+  included) and a ``ConfigRecord`` of the scalars (Python bool, int, float — never
+  NumPy scalars, which ConfigRecord rejects).  A third ``ConfigRecord`` carries the
+  protocol's fields: sequence number, constrfl type, the solve's id and the site.
+* **Party errors** (a :class:`~constrfl.errors.PartyError`: the site's function
+  failed) are an answer, not a transport failure: they travel as the reply's
+  ``"error"`` ConfigRecord (status, slot, reason) and become the same PartyError at
+  the server.  Flower's own ``Error`` replies (node unavailable, ClientApp crashed)
+  are transport failures, handled by :class:`~.server.FlowerFederation`.
+* **State** (:func:`pack_state`): a party runtime's snapshot as one byte string, kept
+  in the ClientApp's ``context.state`` and in a site-local file, both exact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.supercore.inflatable.inflatable_object import (get_all_nested_objects,
+                                                          no_object_id_recompute)
+from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
+
+from ..errors import PartyError
+from ..federation.handlers import HANDLERS
+from ..federation.messages import MessageType as M
+
+__all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",
+           "decode_error", "meta", "pack_state", "unpack_state", "state_to_records",
+           "state_from_records", "SiteStore", "wire_round_trip"]
+
+#: the constrfl types that run local optimization (Flower category ``train``) and the
+#: pure evaluations (``evaluate``); everything else, and every compound, is ``query``
+TRAIN = (M.ADMM_STEP, M.SGD_TRAIN, M.DUAL_TRAIN, M.ADAM_TRAIN)
+EVALUATE = (M.NEWTON_EVAL, M.FEAS_EVAL, M.KKT_REPORT)
+
+#: the discovery message: "which site are you?" (Flower type ``query.constrfl_hello``)
+HELLO = "constrfl.hello"
+
+ARRAYS, CONFIG, META, ERROR = "arrays", "config", "constrfl", "error"
+
+
+def flower_type(message_type):
+    """Flower's ``"<category>.<identifier>"`` for a constrfl message type."""
+    parts = message_type.split("+")
+    category = ("train" if message_type in TRAIN else "evaluate" if message_type in EVALUATE
+                else "query")
+    return f"{category}." + "__".join(p.replace(".", "_") for p in parts)
+
+
+def known_types():
+    """The constrfl types a ClientApp answers: every handler, every ordered pair of
+    distinct handlers (the compound rounds, e.g. ``al.update+admm.start``) and the
+    discovery message."""
+    singles = sorted(HANDLERS)
+    return singles + [f"{a}+{b}" for a in singles for b in singles if a != b] + [HELLO]
+
+
+# -- payloads -------------------------------------------------------------------------------
+
+def _records(payload, what):
+    arrays, config = {}, {}
+    for key, v in payload.items():
+        if isinstance(v, np.ndarray):
+            arrays[key] = Array(v)
+        elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
+            config[key] = v
+        else:
+            raise TypeError(f"{what}[{key!r}]: {type(v).__name__} cannot travel in a Flower "
+                            "record (float64 arrays and Python scalars only)")
+    return ArrayRecord(array_dict=arrays), ConfigRecord(config)
+
+
+def _plain(arrays, config):
+    """The dict of an ArrayRecord and a ConfigRecord (arrays writable, as sent)."""
+    out = {k: np.array(a.numpy()) for k, a in arrays.items()}
+    out.update(config)
+    return out
+
+
+def encode(payload, fields):
+    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...)."""
+    arrays, config = _records(payload, "payload")
+    return RecordDict({ARRAYS: arrays, CONFIG: config, META: ConfigRecord(dict(fields))})
+
+
+def meta(content):
+    """The protocol fields of a content RecordDict (empty if it has none)."""
+    rec = content.get(META)
+    return {} if rec is None else dict(rec)
+
+
+def decode(content):
+    """The payload dict (or the :class:`PartyError` of an error answer) of a content."""
+    if ERROR in content:
+        return decode_error(content)
+    return _plain(content[ARRAYS], content[CONFIG])
+
+
+def encode_error(err, fields):
+    """The content of a party's error answer."""
+    return RecordDict({META: ConfigRecord(dict(fields)),
+                       ERROR: ConfigRecord({"status": err.status, "slot": str(err.slot),
+                                            "reason": str(err.reason)})})
+
+
+def decode_error(content):
+    e, m = content[ERROR], meta(content)
+    return PartyError(e["status"], e["slot"], e["reason"]).named(m.get("site"))
+
+
+# -- a party's state --------------------------------------------------------------------------
+#
+# One byte string serves both stores (``context.state``, as a bytes value of a
+# ConfigRecord, and the site's file): a JSON header (the protocol fields, the sequence
+# number, and every entry of the state and of the cached reply: arrays by dtype and
+# shape, scalars by type and value, floats by ``repr``, hence exactly) and the arrays'
+# raw little-endian float64 bytes.  Exact, and cheap to (de)serialize every message.
+
+_MAGIC = b"constrfl-state-1\n"
+_SCALAR = {"bool": bool, "int": int, "str": str, "float": float}
+
+
+def pack_state(snapshot, fields):
+    """The bytes of a :class:`~constrfl.federation.PartyRuntime` snapshot (its state,
+    last sequence number and reply) plus ``fields`` (e.g. the solve's id)."""
+    entries, chunks = [], []
+    for part in ("state", "reply"):
+        for k, v in (snapshot[part] or {}).items():
+            if isinstance(v, np.ndarray):
+                a = np.ascontiguousarray(v, dtype="<f8")
+                entries.append([part, k, "array", list(a.shape)])
+                chunks.append(a.tobytes())
+            elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
+                entries.append([part, k, type(v).__name__,
+                                repr(v) if isinstance(v, float) else v])
+            else:
+                raise TypeError(f"state[{k!r}]: {type(v).__name__} is not plain data")
+    header = json.dumps({"fields": fields, "seq": snapshot["seq"],
+                         "has_reply": snapshot["reply"] is not None,
+                         "entries": entries}).encode()
+    return b"".join([_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
+
+
+def unpack_state(blob):
+    """``(snapshot, fields)`` from :func:`pack_state`'s bytes."""
+    blob = bytes(blob)
+    if not blob.startswith(_MAGIC):
+        raise ValueError("not a constrfl site state")
+    at = len(_MAGIC)
+    n = int.from_bytes(blob[at:at + 8], "little")
+    header = json.loads(blob[at + 8:at + 8 + n])
+    at += 8 + n
+    parts = {"state": {}, "reply": {}}
+    for part, k, kind, v in header["entries"]:
+        if kind == "array":
+            count = int(np.prod(v))
+            parts[part][k] = np.frombuffer(blob, "<f8", count, at).reshape(v).astype(
+                np.float64)
+            at += 8 * count
+        else:
+            parts[part][k] = _SCALAR[kind](v)
+    snapshot = {"state": parts["state"], "seq": header["seq"],
+                "reply": parts["reply"] if header["has_reply"] else None}
+    return snapshot, header["fields"]
+
+
+def state_to_records(blob):
+    """``context.state``'s record of a packed state."""
+    return ConfigRecord({"snapshot": blob})
+
+
+def state_from_records(state):
+    """``(snapshot, fields)`` from ``context.state`` (``(None, {})`` when it has none)."""
+    rec = state.get(META)
+    return (None, {}) if rec is None else unpack_state(rec["snapshot"])
+
+
+class SiteStore:
+    """A site's state file pair ``<path>.0`` / ``<path>.1``, written alternately in
+    place (a rename costs a millisecond or more on some file systems; a write in place
+    tens of microseconds).  Each slot holds a generation number, the length and a CRC
+    of the packed state; :meth:`load` returns the valid slot of the highest generation,
+    so a crash in the middle of a write leaves the previous state readable.  No fsync:
+    this survives the restart of a process or SuperNode, not a power cut."""
+
+    _HEAD = 20            # generation (8), length (8), CRC-32 (4)
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.slots = [self.path.with_name(self.path.name + f".{i}") for i in (0, 1)]
+        self.gen = None   # generation of the newest valid slot (None: not read yet)
+
+    def _read(self, slot):
+        try:
+            data = slot.read_bytes()
+        except FileNotFoundError:
+            return -1, None
+        if len(data) < self._HEAD:
+            return -1, None
+        gen, n = (int.from_bytes(data[i:i + 8], "little") for i in (0, 8))
+        blob = data[self._HEAD:self._HEAD + n]
+        if len(blob) != n or zlib.crc32(blob) != int.from_bytes(data[16:20], "little"):
+            return -1, None                       # torn or foreign: ignored
+        return gen, blob
+
+    def load(self):
+        """``(snapshot, fields)`` of the newest state (``(None, {})`` if none)."""
+        gen, blob = max((self._read(s) for s in self.slots), key=lambda r: r[0])
+        self.gen = gen
+        return (None, {}) if blob is None else unpack_state(blob)
+
+    def save(self, blob):
+        """Write ``blob`` over the older slot."""
+        if self.gen is None:
+            self.gen = max(self._read(s)[0] for s in self.slots)
+        self.gen += 1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = b"".join([self.gen.to_bytes(8, "little"), len(blob).to_bytes(8, "little"),
+                         zlib.crc32(blob).to_bytes(4, "little"), blob])
+        fd = os.open(self.slots[self.gen % 2], os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+
+
+# -- the wire ---------------------------------------------------------------------------------
+
+def wire_round_trip(message):
+    """``(copy, nbytes)``: the message after Flower's own serialization — deflated into
+    the objects a SuperLink stores and forwards (``Message`` → ``RecordDict`` → records →
+    ``Array`` → chunks) and inflated back — and the number of bytes of those objects.
+    The metadata's message id, which deflation leaves out (it is the object id on the
+    wire), is carried over."""
+    with no_object_id_recompute():          # as Flower's push paths: ids computed once
+        objects = get_all_nested_objects(message)
+        contents = {oid: obj.deflate() for oid, obj in objects.items()}
+        root = message.object_id
+    nbytes = sum(len(c) for c in contents.values())
+    copy = inflate_object_from_contents(root, contents)
+    copy.metadata.__dict__["_message_id"] = message.metadata.message_id
+    return copy, nbytes

@@ -1,0 +1,261 @@
+"""A scripted localhost deployment of the example: one SuperLink and one SuperNode per
+site on 127.0.0.1, started and stopped by PID.
+
+    python deploy.py [--sites 5] [--mode subprocess|process|simulation]
+                     [--task-poll SECONDS] [--workdir DIR]
+                     [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
+
+1. splits the data into ``<workdir>/sites`` (split_data.py);
+2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
+   free port, then one ``flower-supernode`` per site with
+   ``--node-config 'site="site-<i>" data="<workdir>/sites/site-<i>.csv" state-dir=...'``;
+   with ``--mode process`` the SuperNode runs ``--isolation process`` and this script
+   starts its ``flower-superexec`` (the process that launches the ClientApps);
+3. writes a connection ``constrfl-local`` to ``$FLWR_HOME/config.toml`` (``FLWR_HOME``
+   is ``<workdir>/flwr-home``) and runs ``flwr run . constrfl-local``;
+4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
+   the result with its KKT residuals, and stops every process it started (SIGTERM to
+   its process group, SIGKILL after 20 s).
+
+``--mode simulation`` runs the same app in Flower's simulation instead (needs
+``flwr[simulation]``, i.e. Ray): a SuperLink started with ``--simulation`` and no
+SuperNodes; ``flwr run ... --federation-config 'num-supernodes=<sites>'``; the sites
+then know themselves by ``partition-id`` and read their CSVs from ``sites-dir``.
+
+``--restart SITE:N`` kills the SuperNode of SITE (SIGKILL to its process group: a crash)
+once its ClientApp has run N messages, and starts a new one with the same node config:
+it registers under a new node id with an empty ``context.state``; the ServerApp finds
+the site again and the site carries on from its state directory.
+
+Network side effects are off: ``FLWR_TELEMETRY_ENABLED=0``,
+``FLWR_DISABLE_UPDATE_CHECK=1``, ``RAY_USAGE_STATS_ENABLED=0``, no runtime dependency
+installation (constrfl and flwr must already be installed: ``pip install -e
+"<repo>[flower]"``).  ``--task-poll`` sets ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` (how
+often a SuperExec looks for a message to run; Flower's default 1 s).  Every message
+starts a new ``flwr-clientapp`` process in both modes (flwr 1.41: a ClientApp process
+runs one message and exits); ``<workdir>/trace.txt`` records ``pid time type`` per
+message.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import split_data  # noqa: E402
+from npapp.task import site_names  # noqa: E402
+
+QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+         "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
+
+
+class Processes:
+    """The processes this script starts, each in its own process group, stopped by PID."""
+
+    def __init__(self, logs, env):
+        self.logs, self.env, self.started = Path(logs), env, []
+
+    def start(self, name, argv):
+        log = open(self.logs / f"{name}.log", "w")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                             start_new_session=True)
+        self.started.append((name, p))
+        return p
+
+    def stop(self, grace=20.0):
+        for _, p in reversed(self.started):
+            if p.poll() is None:
+                kill(p, signal.SIGTERM)                # the group of the PID we started
+        end = time.monotonic() + grace
+        for _, p in self.started:
+            try:
+                p.wait(timeout=max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for _, p in self.started:
+            kill(p, signal.SIGKILL)                    # leftovers of the group
+
+
+def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_config="",
+           timeout=7200.0, data=None, verbose=True, restart=None):
+    """Run the deployment; returns a dict (result path, run seconds, the trace, the
+    workdir, when a SuperNode was restarted).  ``restart=(site, n)``: see ``--restart``.
+    Raises TimeoutError when no result appears within ``timeout``."""
+    if mode not in ("subprocess", "process", "simulation"):
+        raise ValueError(f"mode must be 'subprocess', 'process' or 'simulation', got {mode!r}")
+    if restart and mode == "simulation":
+        raise ValueError("restart needs SuperNodes (not a simulation)")
+    work = Path(workdir or tempfile.mkdtemp(prefix="constrfl-np-deploy-"))
+    sites, home, logs = work / "sites", work / "flwr-home", work / "logs"
+    result, trace = work / "result", work / "trace.txt"
+    for d in (home, logs):
+        d.mkdir(parents=True, exist_ok=True)
+    split_data.split(sites, n_sites, data)
+    env = dict(os.environ, FLWR_HOME=str(home), CONSTRFL_NP_TRACE=str(trace),
+               CONSTRFL_STATE_DIR=str(work / "state"), **QUIET)
+    if task_poll is not None:
+        env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
+    procs = Processes(logs, env)
+    say = print if verbose else (lambda *a, **k: None)
+    try:
+        link = free_port()
+        procs.start("superlink", ["flower-superlink", "--insecure",
+                                  "--disable-runtime-dependency-installation",
+                                  "--host", "127.0.0.1", "--port", str(link)]
+                    + (["--simulation"] if mode == "simulation" else []))
+        wait_for_port(link)
+        nodes = {} if mode == "simulation" else {
+            name: start_site(procs, name, sites, work, link, mode)
+            for name in site_names(n_sites)}
+        say(f"SuperLink 127.0.0.1:{link}" + (" (simulation)" if mode == "simulation" else
+                                             f" and {n_sites} SuperNodes ({mode} isolation)")
+            + f" started: PIDs {[p.pid for _, p in procs.started]}")
+        (home / "config.toml").write_text(
+            '[superlink]\ndefault = "constrfl-local"\n\n[superlink.constrfl-local]\n'
+            f'address = "127.0.0.1:{link}"\ninsecure = true\n')
+        overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
+                     + run_config)
+        t0 = time.time()
+        argv = ["flwr", "run", str(HERE), "constrfl-local", "--run-config", overrides]
+        if mode == "simulation":
+            argv += ["--federation-config", f"num-supernodes={n_sites}"]
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        say(run.stdout.strip())
+        if run.returncode != 0:
+            raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}")
+        end, restarted = time.monotonic() + timeout, None
+        while not (result / "result.json").is_file():
+            if time.monotonic() > end:
+                raise TimeoutError(f"no result in {result} after {timeout:g} s "
+                                   f"(logs in {logs})")
+            if restart and restarted is None and sum(
+                    1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
+                for p in nodes[restart[0]]:
+                    kill(p, signal.SIGKILL)
+                restarted = time.time()
+                say(f"killed the SuperNode of {restart[0]} (PIDs "
+                    f"{[p.pid for p in nodes[restart[0]]]}); starting a new one")
+                nodes[restart[0]] = start_site(procs, restart[0], sites, work, link, mode,
+                                               tag="-restarted")
+            time.sleep(1.0)
+        seconds = time.time() - t0
+    finally:
+        procs.stop()
+        say(f"stopped PIDs {[p.pid for _, p in procs.started]}")
+    return {"workdir": str(work), "result": str(result), "seconds": seconds,
+            "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
+            "restarted": restarted}
+
+
+def start_site(procs, name, sites, work, link, mode, tag=""):
+    """The SuperNode of site ``name`` (and its SuperExec in process isolation)."""
+    port = free_port()
+    config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
+    argv = ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
+            "--port", str(port), "--node-config", config]
+    if mode == "process":
+        argv += ["--isolation", "process"]
+    started = [procs.start(f"supernode-{name}{tag}", argv)]
+    if mode == "process":
+        wait_for_port(port)
+        started.append(procs.start(f"superexec-{name}{tag}", [
+            "flower-superexec", "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
+    return started
+
+
+def kill(p, sig):
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def read_trace(path):
+    """``[(pid, unix time, site, message type)]`` of every message a ClientApp ran."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 4:                          # (a line being written: skipped)
+            out.append((int(parts[0]), float(parts[1]), parts[2], parts[3]))
+    return out
+
+
+def show(result_dir):
+    """Print a saved result with its KKT residuals."""
+    from constrfl.result import load_result
+    res = load_result(result_dir)
+    k = res.kkt
+    print(f"{res.method}: {res.status} ({res.message})\n  rounds {res.rounds}, "
+          f"{res.time:.1f} s at the server, objective {res.objective:.10g}\n"
+          f"  KKT residuals: stationarity {k.stationarity:.2e}, feasibility "
+          f"{k.feasibility:.2e}, complementarity {k.complementarity:.2e}, "
+          f"definition1 {k.definition1:.2e}\n  w = {res.w}")
+    timing = Path(result_dir) / "timing.json"
+    if timing.is_file():
+        marks = json.loads(timing.read_text())["marks"]
+        if len(marks) > 1 and marks[-1][1] > marks[0][1]:
+            per = (marks[-1][0] - marks[0][0]) / (marks[-1][1] - marks[0][1])
+            print(f"  {per:.2f} s per round after the first outer iteration")
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sites", type=int, default=5)
+    ap.add_argument("--mode", choices=("subprocess", "process", "simulation"),
+                    default="process")
+    ap.add_argument("--task-poll", type=float, default=0.05,
+                    help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0)")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--data", default=None, help="data root (default: ../shared/data)")
+    ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")
+    ap.add_argument("--timeout", type=float, default=7200.0)
+    ap.add_argument("--restart", default=None, metavar="SITE:N",
+                    help="kill SITE's SuperNode after it ran N messages, start a new one")
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop what we started
+    restart = None
+    if a.restart:
+        site, n = a.restart.rsplit(":", 1)
+        restart = (site, int(n))
+    out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data,
+                 restart=restart)
+    msgs = [t for t in out["trace"] if not t[3].endswith("constrfl_hello")]
+    print(f"{len(out['trace'])} messages ran in {len({t[0] for t in out['trace']})} "
+          f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result")
+    show(out["result"])
+    return 0 if msgs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

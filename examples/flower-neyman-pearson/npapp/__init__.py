@@ -1,0 +1,1 @@
+"""Neyman-Pearson on Flower with constrfl: a ServerApp and a ClientApp."""

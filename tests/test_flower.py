@@ -1,0 +1,200 @@
+"""constrfl on Flower: the codec, and simulate() against cf.solve bit for bit.
+
+Runs on the in-memory Grid (no Ray, no sockets); skipped without flwr.
+"""
+import numpy as np
+import pytest
+
+import constrfl as cf
+from builders import lcqp_problem, np_problem
+
+NP = np_problem(5, 0.4, server_separation=0.7)
+LCQP = lcqp_problem()
+
+
+flwr = pytest.importorskip("flwr")
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict  # noqa: E402
+from flwr.app.metadata import validate_message_type  # noqa: E402
+
+from constrfl.federation.messages import MessageType as M  # noqa: E402
+from constrfl.flower import codec, simulate  # noqa: E402
+from constrfl.flower.grid import task_identity  # noqa: E402
+
+# float64 values a naive codec would get wrong: signed zero, subnormals, infinities,
+# a NaN with a payload, the extremes
+SPECIAL = np.concatenate([
+    [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308 / 3, np.inf, -np.inf, np.nan,
+     np.finfo(float).max, np.finfo(float).tiny, 1 / 3],
+    np.array([0x7FF8000000000123, 0xFFF0000000000001], dtype=np.uint64).view(np.float64)])
+
+
+def bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+# -- the codec -----------------------------------------------------------------------------
+
+def test_message_types_map_to_flower_categories():
+    assert codec.flower_type(M.compound(M.AL_UPDATE, M.ADMM_START)) == \
+        "query.al_update__admm_start"
+    assert codec.flower_type(M.ADMM_STEP) == "train.admm_step"
+    assert codec.flower_type(M.NEWTON_EVAL) == "evaluate.newton_eval"
+    types = codec.known_types()
+    assert M.compound(M.AL_BEGIN, M.NEWTON_EVAL) in types
+    flower = [codec.flower_type(t) for t in types]
+    assert len(set(flower)) == len(flower)               # no two types collide
+    assert all(validate_message_type(f) for f in flower)
+
+
+def test_payload_round_trips_bit_for_bit_through_flower_serialization():
+    payload = {"w": SPECIAL.copy(), "empty": np.zeros(0), "H": SPECIAL[:12].reshape(3, 4),
+               "F": np.asfortranarray(SPECIAL[:12].reshape(3, 4)), "flag": True, "cold": False,
+               "steps": 7, "big": 2 ** 62, "neg": -3, "lr": 0.1, "zero": -0.0, "nan": np.nan,
+               "inf": -np.inf, "tiny": 5e-324}
+    fields = {"seq": 3, "solve": "x", "prev": 2, "type": M.ADMM_STEP}
+    with task_identity():
+        msg = Message(codec.encode(payload, fields), dst_node_id=7,
+                      message_type=codec.flower_type(M.ADMM_STEP))
+    msg.metadata.__dict__["_message_id"] = "m1"
+    wire, nbytes = codec.wire_round_trip(msg)
+    assert wire is not msg and nbytes > 8 * SPECIAL.size
+    assert codec.meta(wire.content) == fields
+    back = codec.decode(wire.content)
+    assert list(back) == [k for k in payload if isinstance(payload[k], np.ndarray)] + \
+        [k for k in payload if not isinstance(payload[k], np.ndarray)]
+    for k, v in payload.items():
+        if isinstance(v, np.ndarray):
+            assert back[k].dtype == np.float64 and back[k].shape == v.shape
+            assert np.array_equal(bits(back[k]), bits(v)), k
+            assert back[k].flags.writeable
+        else:
+            assert type(back[k]) is type(v), k                 # bool stays bool, int int
+            assert np.array_equal(bits(np.float64(back[k])), bits(np.float64(v))), k
+
+
+@pytest.mark.parametrize("scalar", [np.int64(1), np.bool_(True), np.float32(1.0)])
+def test_records_refuse_numpy_scalars(scalar):
+    with pytest.raises(TypeError):
+        ConfigRecord({"x": scalar})                         # Flower's own rule
+    with pytest.raises(TypeError, match="cannot travel"):
+        codec.encode({"x": scalar}, {})
+
+
+def test_codec_refuses_float64_scalars_that_flower_would_accept():
+    ConfigRecord({"x": np.float64(1.0)})                    # a float subclass: accepted
+    with pytest.raises(TypeError, match="cannot travel"):   # the protocol's rule is
+        codec.encode({"x": np.float64(1.0)}, {})            # stricter (check_payload)
+
+
+def test_arrays_need_array_wrappers():
+    with pytest.raises(TypeError):
+        ArrayRecord({"x": SPECIAL})                         # arrays need Array wrappers
+    assert np.array_equal(bits(ArrayRecord({"x": Array(SPECIAL)})["x"].numpy()), bits(SPECIAL))
+
+
+def test_party_error_travels_as_an_answer():
+    err = cf.errors.PartyError("numerical_error", "constraints[0]", "value is NaN")
+    content = codec.encode_error(err, {"seq": 4, "site": "a", "solve": "s"})
+    back = codec.decode(content)
+    assert isinstance(back, cf.errors.PartyError)
+    assert (back.status, back.slot, back.reason, back.party) == \
+        ("numerical_error", "constraints[0]", "value is NaN", "a")
+    assert str(back) == "client 'a': constraints[0]: value is NaN"
+
+
+def test_site_state_packs_exactly_and_survives_a_torn_write(tmp_path):
+    state = {"mu": SPECIAL.copy(), "nu": np.zeros(0), "H": SPECIAL[:6].reshape(2, 3),
+             "beta": 100.0, "gamma": -0.0, "rho": np.nan, "local_max_iter": 100,
+             "local_hessian": True, "note": "x"}
+    snap = {"state": state, "seq": 12, "reply": {"e": SPECIAL[::-1].copy(), "primal": 0.5}}
+    back, fields = codec.unpack_state(codec.pack_state(snap, {"solve": "s1"}))
+    assert fields == {"solve": "s1"} and back["seq"] == 12
+    for part in ("state", "reply"):
+        assert list(back[part]) == list(snap[part])
+        for k, v in snap[part].items():
+            if isinstance(v, np.ndarray):
+                assert back[part][k].shape == v.shape and np.array_equal(bits(back[part][k]),
+                                                                         bits(v))
+            else:
+                assert type(back[part][k]) is type(v)
+                assert np.array_equal(bits(np.float64(back[part][k])), bits(np.float64(v))) \
+                    if isinstance(v, float) else back[part][k] == v
+    store = codec.SiteStore(tmp_path / "site.state")
+    assert store.load() == (None, {})
+    first = codec.pack_state(dict(snap, seq=1), {"solve": "s1"})
+    store.save(first)
+    store.save(codec.pack_state(dict(snap, seq=2), {"solve": "s1"}))
+    assert codec.SiteStore(tmp_path / "site.state").load()[0]["seq"] == 2
+    newest = max(store.slots, key=lambda p: p.stat().st_mtime_ns)
+    newest.write_bytes(newest.read_bytes()[:-5])               # a write cut short
+    assert codec.SiteStore(tmp_path / "site.state").load()[0]["seq"] == 1
+
+
+# -- simulate() against cf.solve, bit for bit -------------------------------------------------
+
+def assert_same(a, b):
+    """Two results equal bit for bit: point, multipliers, counters, history."""
+    assert (a.status, a.message) == (b.status, b.message)
+    assert a.w.tobytes() == b.w.tobytes()
+    assert list(a.multipliers) == list(b.multipliers)
+    for owner in a.multipliers:
+        assert a.multipliers[owner].ineq.tobytes() == b.multipliers[owner].ineq.tobytes()
+        assert a.multipliers[owner].eq.tobytes() == b.multipliers[owner].eq.tobytes()
+    assert (a.rounds, a.bytes_up, a.bytes_down, a.outer_iterations, a.inner_iterations) == \
+        (b.rounds, b.bytes_up, b.bytes_down, b.outer_iterations, b.inner_iterations)
+    assert len(a.history) == len(b.history)
+    for ra, rb in zip(a.history, b.history):
+        assert ra.keys() == rb.keys()
+        for k in ra:
+            assert np.array_equal(np.float64(ra[k]), np.float64(rb[k]), equal_nan=True), k
+    assert np.array_equal([a.objective, *vars(a.kkt).values()],
+                          [b.objective, *vars(b.kkt).values()], equal_nan=True)
+
+
+CASES = {
+    "admm": dict(max_outer=1),                 # al.begin+admm.start, admm.step, al.update+…
+    "newton": dict(inner="newton"),            # to optimality
+    "fedavg": dict(method="fedavg", penalty="quadratic", rounds=6, client_fraction=0.6),
+    "fedadam": dict(method="fedadam", penalty="quadratic", rounds=6),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("problem", ["np", "lcqp"])
+def test_simulate_equals_solve_bit_for_bit(problem, case):
+    prob = NP if problem == "np" else LCQP
+    opts = CASES[case]
+    if problem == "lcqp" and case.startswith("fed"):
+        opts = dict(opts, client_lr=1e-3)
+    if problem == "lcqp" and case == "admm":
+        opts = dict(opts, max_inner=30)          # d = 50: cheaper rounds, same messages
+    expected = cf.solve(prob, tol=1e-6, **opts)
+    got = simulate(prob, tol=1e-6, **opts)
+    assert_same(expected, got)
+    assert got.rounds > 0 and got.history
+    if case == "newton":
+        assert got.status == "optimal"
+
+
+@pytest.mark.parametrize("method", cf.BASELINES)
+def test_every_baseline_equals_solve_with_a_composite_regularizer(method):
+    """Three rounds of each baseline on NP with an L1 term: the clients' composite
+    steps (FedMid, FedDualAvg) use the regularizer the ClientApp was given."""
+    prob = np_problem(3, 0.4, regularizer=cf.prox.L1(0.01))     # no server: FedCAda
+    opts = dict(method=method, rounds=3, local_steps=2, penalty="quadratic")
+    assert_same(cf.solve(prob, **opts), simulate(prob, **opts))
+
+
+def test_cproxal_is_refused_with_a_reason():
+    with pytest.raises(ValueError, match="centralized"):
+        simulate(NP, method="cproxal")
+
+
+def test_a_server_view_without_row_counts_refuses_rho_samples():
+    from constrfl.flower.grid import LocalGrid
+    from constrfl.flower.server import run_server
+    from constrfl.problem import ServerSide
+    view = ServerSide(NP.dim, NP.client_names, NP.server, NP.regularizer)
+    with task_identity(), pytest.raises(ValueError, match="row counts"):
+        run_server(LocalGrid([]), view, rho="samples")
