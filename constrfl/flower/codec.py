@@ -45,7 +45,7 @@ __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_er
 #: the constrfl types that run local optimization (Flower category ``train``) and the
 #: pure evaluations (``evaluate``); everything else, and every compound, is ``query``
 TRAIN = (M.ADMM_STEP, M.SGD_TRAIN, M.DUAL_TRAIN, M.ADAM_TRAIN)
-EVALUATE = (M.NEWTON_EVAL, M.FEAS_EVAL, M.KKT_REPORT)
+EVALUATE = (M.NEWTON_EVAL, M.NEWTON_HVP, M.FEAS_EVAL, M.KKT_REPORT)
 
 #: the discovery message: "which site are you?" (Flower type ``query.constrfl_hello``)
 HELLO = "constrfl.hello"
