@@ -12,25 +12,43 @@ from .control import (checked_callback, checkpoint, count, interruptible, positi
 from .errors import SolveStop
 from .federation import InProcessFederation
 from .problem import Problem
+from .prox import SquaredL2, Zero
 from .result import KKT, SolveResult
 from .solvers.admm import ADMM
 from .solvers.newton import Newton
 from .solvers.proxal import OuterState, proximal_al
 
-__all__ = ["solve", "execute", "METHODS", "BASELINES", "settings_for"]
+__all__ = ["solve", "execute", "METHODS", "BASELINES", "settings_for", "choose_inner"]
 
 METHODS = ("fedproxal", "cproxal")
-INNER = ("admm", "newton", "newton-cg")
+INNER = ("auto", "admm", "newton", "newton-cg")
+#: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
+#: d(d+1)/2 floats a client and round, stays below 1 MB)
+AUTO_NEWTON_MAX_DIM = 500
+#: β when none is given: the ADMM's rounds grow only like log β while its outer
+#: iterations fall with β (measured: NP breast-cancer n = 20, 981 rounds at β = 500,
+#: 772 at 2000); the Newton methods raise β themselves (``beta_max``)
+DEFAULT_BETA = {"admm": 2000.0, "newton": 100.0, "newton-cg": 100.0, None: 100.0}
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
 
 #: the options of the proximal AL methods and their defaults, by who uses them
-OUTER_OPTIONS = dict(beta=100.0, max_outer=200, s_bar=1e-2, tau_decay=0.2)
-ADMM_OPTIONS = dict(rho=0.1, adaptive_rho=True, max_inner=10000, q=0.9, local_max_iter=100,
+OUTER_OPTIONS = dict(beta=None, max_outer=200, s_bar=1e-2, tau_decay=0.2, tau_rel=0.1)
+ADMM_OPTIONS = dict(rho="auto", adaptive_rho=True, max_inner=10000, local_max_iter=100,
                     local_solver="newton")
 NEWTON_OPTIONS = dict(max_inner=10000, beta_max=1e4)
 #: every option of ``fedproxal`` with its default
-PROXAL_OPTIONS = dict(OUTER_OPTIONS, inner="admm", **ADMM_OPTIONS)
+PROXAL_OPTIONS = dict(OUTER_OPTIONS, inner="auto", **ADMM_OPTIONS)
+
+
+def choose_inner(dim, regularizer):
+    """What ``inner="auto"`` runs (measured in validation/bench.py): ``"newton"`` up to
+    d = ``AUTO_NEWTON_MAX_DIM`` (tens of rounds where the ADMM needs hundreds), then
+    ``"newton-cg"`` when P is smooth (none or SquaredL2: O(d) floats a round), else
+    ``"admm"``."""
+    if dim <= AUTO_NEWTON_MAX_DIM:
+        return "newton"
+    return "newton-cg" if isinstance(regularizer, (Zero, SquaredL2)) else "admm"
 
 
 def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=False,
@@ -67,25 +85,34 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
 
     Options of ``fedproxal`` and ``cproxal``
     ----------------------------------------
-    beta : penalty β > 0 of the augmented Lagrangian [100].
-    inner : ``fedproxal``'s subproblem solver: ``"admm"`` (Algorithm 2; each round a
-        client uploads two d-vectors and two scalars) or ``"newton"`` (federated
-        proximal Newton: each client uploads its local AL value, gradient and Hessian,
-        d(d+1)/2 floats, disclosing local curvature; far fewer rounds) [``"admm"``].
+    beta : penalty β > 0 of the augmented Lagrangian [100; 2000 with ``inner="admm"``].
+    inner : ``fedproxal``'s subproblem solver [``"auto"``]:
+        ``"newton"``: federated proximal Newton; each client uploads its local AL value,
+        gradient and Hessian (d(d+1)/2 floats, disclosing local curvature) in one round
+        per step; tens of rounds in all.
+        ``"newton-cg"``: the same without Hessians: each conjugate-gradient iteration is
+        a round of Hessian-vector products (d floats up); needs a smooth P (none or
+        ``SquaredL2``).
+        ``"admm"``: Algorithm 2 of the paper; each round a client uploads two d-vectors
+        and two scalars; hundreds of rounds.
+        ``"auto"``: ``"newton"`` for d ≤ 500, else ``"newton-cg"`` with a smooth P, else
+        ``"admm"`` (:func:`choose_inner`; the README's benchmark says why).
     max_outer : cap on outer iterations [200].
     s_bar, tau_decay : subproblem tolerances τ_k = s̄·rᵏ (``tau_decay=r``), or the
         paper's τ_k = s̄/(k+1)² with ``tau_decay=None``; never below ε₁/10 [1e-2, 0.2].
+    tau_rel : also τ_k ≤ ``tau_rel`` × the outer loop's error at the last iterate (None:
+        the schedule alone; :func:`constrfl.solvers.proxal.tau_schedule`) [0.1].
     max_inner : cap on ADMM rounds or Newton steps per subproblem [10000].
-    Only with ``inner="newton"`` and ``cproxal``:
+    Only with ``inner="newton"``, ``"newton-cg"`` and ``cproxal``:
     beta_max : β grows tenfold, up to ``beta_max``, after an outer iteration that cut the
         constraint violation by less than 4× (:func:`constrfl.solvers.proxal.next_beta`);
         ``beta_max=beta`` keeps β fixed as in the paper [1e4].
     Only with ``inner="admm"``:
-    rho : ADMM penalty: a scalar for every client, one value per client, or
-        ``"samples"`` for ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows) [0.1].
-    adaptive_rho : rescale ρ inside the ADMM by residual balancing (see
-        :class:`constrfl.solvers.admm.ADMM`); ``False`` keeps ρ fixed [True].
-    q : geometric decay of the clients' local tolerances (§4) [0.9].
+    rho : the blocks' first ADMM penalties: ``"auto"`` (each chooses det(∇²φᵢ)^(1/d)),
+        a scalar for every client, one value per client, or ``"samples"`` for
+        ρᵢ = 0.1·Nᵢ / meanⱼ Nⱼ (Remark 9; Nᵢ the client's rows) [``"auto"``].
+    adaptive_rho : each block adapts its own ρᵢ by the spectral rule of
+        :mod:`constrfl.solvers.admm`; ``False`` keeps ρᵢ fixed, as in the paper [True].
     local_max_iter : iterations per local solve [100].
     local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
         line search; L-BFGS for functions without Hessians) or ``"lbfgs"`` [``"newton"``].
@@ -112,43 +139,50 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
         return solve_baseline(problem, method, eps, w0=w0, seed=seed, verbose=verbose,
                               callback=callback, deadline=deadline, resume=resume,
                               start=start, **options)
-    settings = settings_for(method, options)
+    settings = settings_for(method, options, problem)
     snapshots = resume.state["parties"] if resume is not None else None
     fed = InProcessFederation(problem, snapshots, counted=method != "cproxal")
     return execute(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
                    verbose=verbose, callback=callback, deadline=deadline, start=start)
 
 
-def settings_for(method, options):
-    """The validated settings of a proximal AL method: defaults filled in; an option
-    that does not apply to ``method`` (and its inner solver) is a TypeError."""
+def settings_for(method, options, problem):
+    """The validated settings of a proximal AL method: defaults filled in, ``inner="auto"``
+    resolved for ``problem`` (its ``dim`` and ``regularizer``); an option that does not
+    apply to ``method`` (and its inner solver) is a TypeError."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS + BASELINES}")
-    inner = options.get("inner", "admm")
+    inner = options.get("inner", "auto")
     if method == "cproxal" and "inner" in options:
         raise TypeError("solve() option 'inner' does not apply to method 'cproxal' "
                         "(it solves the pooled subproblem by proximal Newton)")
     if inner not in INNER:
         raise ValueError(f"inner must be one of {INNER}, got {inner!r}")
+    chosen = ""
+    if inner == "auto":
+        inner = choose_inner(problem.dim, problem.regularizer)
+        chosen = f", chosen by inner='auto' for d={problem.dim}"
     own = ADMM_OPTIONS if method == "fedproxal" and inner == "admm" else NEWTON_OPTIONS
     allowed = dict(OUTER_OPTIONS, **own)
     unknown = sorted(set(options) - set(allowed) - {"inner"})
     if unknown:
-        where = f"method {method!r}" + (f" with inner={inner!r}" if method == "fedproxal"
-                                         else "")
+        where = f"method {method!r}" + (f" with inner={inner!r}{chosen}"
+                                         if method == "fedproxal" else "")
         raise TypeError(f"solve() got options that do not apply to {where}: {unknown}")
     s = dict(allowed, **{k: v for k, v in options.items() if k != "inner"})
+    if s["beta"] is None:
+        s["beta"] = DEFAULT_BETA[inner if method == "fedproxal" else None]
     s["beta"] = positive(s["beta"], "beta")
     if "beta_max" in s:
         s["beta_max"] = positive(s["beta_max"], "beta_max")
     s["s_bar"] = positive(s["s_bar"], "s_bar")
     if s["tau_decay"] is not None and not (real(s["tau_decay"]) and 0 < s["tau_decay"] < 1):
         raise ValueError(f"tau_decay must be None or in (0, 1), got {s['tau_decay']!r}")
-    for name in ("max_outer", "max_inner") + (("local_max_iter",) if "q" in s else ()):
+    if s["tau_rel"] is not None:
+        s["tau_rel"] = positive(s["tau_rel"], "tau_rel")
+    for name in ("max_outer", "max_inner") + (("local_max_iter",) if "rho" in s else ()):
         s[name] = count(s[name], name)
-    if "q" in s:
-        if not (real(s["q"]) and 0 < s["q"] < 1):
-            raise ValueError(f"q must be in (0, 1), got {s['q']!r}")
+    if "rho" in s:
         if s["local_solver"] not in ("newton", "lbfgs"):
             raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got "
                              f"{s['local_solver']!r}")
@@ -172,7 +206,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         s = OuterState(k=0, w=problem.start_point(w0, seed), beta=settings["beta"],
                        multipliers=problem.zero_multipliers())
         previous_time = 0.0
-    inner = _inner_solver(problem, method, settings, fed)
+    inner = _inner_solver(problem, method, settings, fed, eps)
     report = _Table(verbose, method, problem)
     error = None
     try:
@@ -180,7 +214,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
             status, message = proximal_al(
                 problem, fed, inner, s, eps, max_outer=settings["max_outer"],
                 s_bar=settings["s_bar"], tau_decay=settings["tau_decay"],
-                beta_max=settings.get("beta_max", settings["beta"]), report=report,
+                tau_rel=settings["tau_rel"], beta_max=settings.get("beta_max", settings["beta"]), report=report,
                 callback=callback)
     except SolveStop as stop:
         status, message = stop.status, str(stop)
@@ -193,14 +227,14 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
     return res
 
 
-def _inner_solver(problem, method, settings, fed):
+def _inner_solver(problem, method, settings, fed, eps):
     if method == "cproxal":
         return Newton(problem.regularizer, settings["max_inner"], batch=1)
     if settings["inner"] in ("newton", "newton-cg"):
         return Newton(problem.regularizer, settings["max_inner"],
                       cg=settings["inner"] == "newton-cg")
-    return ADMM(fed.clients, _rhos(problem, settings["rho"]), problem.regularizer,
-                q=settings["q"], max_iter=settings["max_inner"],
+    return ADMM(fed.clients, _rhos(problem, settings["rho"]), problem.regularizer, eps,
+                max_iter=settings["max_inner"],
                 adaptive_rho=bool(settings["adaptive_rho"]),
                 local_max_iter=settings["local_max_iter"],
                 local_solver=settings["local_solver"])
@@ -272,8 +306,11 @@ def _tolerances(tol):
 def _rhos(problem, rho):
     n = problem.n_clients
     if isinstance(rho, str):
+        if rho == "auto":
+            return None
         if rho != "samples":
-            raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}")
+            raise ValueError(f"rho must be 'auto', a number, an array or 'samples', "
+                             f"got {rho!r}")
         counts = problem.client_samples()
         if counts is None:
             raise ValueError("rho='samples' needs the clients' row counts, which this "
@@ -284,11 +321,13 @@ def _rhos(problem, rho):
                 raise ValueError(f"rho='samples': client {name!r} holds no data rows")
         return 0.1 * counts / counts.mean()
     if isinstance(rho, (bool, np.bool_)):
-        raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}")
+        raise ValueError(f"rho must be 'auto', a number, an array or 'samples', "
+                         f"got {rho!r}")
     try:
         arr = np.asarray(rho, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"rho must be a number, an array or 'samples', got {rho!r}") \
+        raise ValueError(f"rho must be 'auto', a number, an array or 'samples', "
+                         f"got {rho!r}") \
             from None
     if arr.ndim == 0:
         return np.full(n, positive(float(arr), "rho"))

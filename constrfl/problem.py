@@ -263,6 +263,16 @@ class ServerView:
         """Every owner of functions: ``"server"``, then the clients."""
         return ["server", *self.client_names]
 
+    def _set_server(self, server, regularizer):
+        """The server's party and P, checked (defaults: no functions, P = 0)."""
+        self.server = Server() if server is None else server
+        if not isinstance(self.server, Server):
+            raise TypeError(f"server must be a constrfl.Server, got {type(self.server).__name__}")
+        self.regularizer = Zero() if regularizer is None else regularizer
+        if not isinstance(self.regularizer, Regularizer):
+            raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
+                            f"{type(self.regularizer).__name__}")
+
     def zero_multipliers(self):
         """``{owner: (zeros, zeros)}`` for the owners whose constraint counts are known."""
         from .result import Multipliers
@@ -320,13 +330,7 @@ class ServerSide(ServerView):
             raise ValueError("client_names must be distinct strings other than 'server', "
                              f"at least one; got {names!r}")
         self._names = names
-        self.server = Server() if server is None else server
-        if not isinstance(self.server, Server):
-            raise TypeError(f"server must be a constrfl.Server, got {type(self.server).__name__}")
-        self.regularizer = Zero() if regularizer is None else regularizer
-        if not isinstance(self.regularizer, Regularizer):
-            raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
-                            f"{type(self.regularizer).__name__}")
+        self._set_server(server, regularizer)
         self.server.check_dim(self.dim)
         self.regularizer.check_dim(self.dim)
 
@@ -360,13 +364,7 @@ class Problem(ServerView):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"client names must be unique; repeated: {sorted(dup)}")
-        self.server = Server() if server is None else server
-        if not isinstance(self.server, Server):
-            raise TypeError(f"server must be a constrfl.Server, got {type(self.server).__name__}")
-        self.regularizer = Zero() if regularizer is None else regularizer
-        if not isinstance(self.regularizer, Regularizer):
-            raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
-                            f"{type(self.regularizer).__name__}")
+        self._set_server(server, regularizer)
         self.dim = self._infer_dim(dim)
         for p in self.parties:
             p.check_dim(self.dim)

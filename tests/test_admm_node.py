@@ -1,7 +1,9 @@
-"""One block's side of Algorithm 2 (the ``admm.*`` handlers): the local step (19)–(20)
-on a quadratic φᵢ, run as the pure functions they are."""
+"""One block's side of Algorithm 2 (the ``admm.*`` handlers), run as the pure functions
+they are: the exact local step on a quadratic φᵢ, the first penalty and the spectral
+rule against formulas computed here, the carried-over state."""
 import numpy as np
 
+from constrfl.federation import handlers
 from constrfl.federation.handlers import Site, dispatch, init_state
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 
@@ -13,35 +15,90 @@ def test_constant_hessian_parties():
     assert not any(c.constant_hessian for c in np_problem(3).clients)   # logistic + c ≤ 0
 
 
-def started(client, wk, local_hessian=True, rho=0.3):
+def started(client, wk, local_hessian=True, rho=0.3, adaptive=False, cold=True):
     state = init_state(client)
-    msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": False, "rho": rho,
-           "local_max_iter": 100, "local_hessian": local_hessian}
-    reply, state = dispatch("al.begin+admm.start", msg, state, Site(client))
-    return reply, state
+    msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": cold, "local_max_iter": 100,
+           "local_hessian": local_hessian, "adaptive": adaptive}
+    if rho is not None:
+        msg["rho"] = rho
+    return dispatch("al.begin+admm.start", msg, state, Site(client))
+
+
+def phi_of(client, state, wk):
+    return plus_quadratic(AugmentedTerm(client, 10.0, state["mu"], state["nu"]), 0.01, wk)
 
 
 def test_quadratic_local_step_is_exact():
-    """With φᵢ quadratic, (19) is one cached Cholesky solve; its result must make the
-    gradient of φᵢ + ⟨λ, u − w⟩ + ρ/2‖u − w‖² vanish to rounding, for two ρ values
-    (the factor is rebuilt when ρ changes)."""
+    """With φᵢ quadratic, (19) is one solve with the cached eigendecomposition of ∇²φᵢ;
+    its result makes the gradient of φᵢ + ⟨λ, u − w⟩ + ρ/2‖u − w‖² vanish to rounding
+    for two ρ values (no refactoring when ρ changes), and eᵢ uses the ρᵢ, uᵢ, λᵢ the
+    server's step used."""
     client = lcqp_problem().clients[0]
     rng = np.random.default_rng(0)
     wk = rng.standard_normal(client.objective.dim)
     reply, state = started(client, wk)
-    phi = plus_quadratic(AugmentedTerm(client, 10.0, state["mu"], state["nu"]), 0.01, wk)
-    assert np.allclose(reply["v"], wk - phi(wk, 1)[1] / 0.3)          # warm start λ = −∇φ
-    for scale in (1.0, 4.0):
-        w, lam_before = wk + rng.standard_normal(wk.size), state["lam"]
-        reply, state = dispatch("admm.step", {"w": w, "scale": scale, "tol": 1e-3},
-                                state, Site(client))             # tol: irrelevant (exact)
-        rho = state["rho"]
-        assert rho == 0.3 * scale and reply["rho"] == rho
-        sub = plus_quadratic(phi, rho, w - lam_before / rho)
+    assert np.array_equal(reply["v"], wk) and reply["rho"] == 0.3     # cold: λ = 0
+    phi = phi_of(client, state, wk)
+    for rho in (0.3, 1.2):
+        state = dict(state, rho=rho)
+        w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
+        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
+        assert reply["rho"] == rho == state["rho"]                      # not adaptive
+        sub = plus_quadratic(phi, rho, w - lam / rho)
         g = sub(state["u"], 1)[1]
         assert np.max(np.abs(g)) <= 1e-9 * max(1.0, np.max(np.abs(sub(w, 1)[1])))
-        assert np.allclose(state["lam"], lam_before + rho * (state["u"] - w), rtol=0,
+        assert np.allclose(state["lam"], lam + rho * (state["u"] - w), rtol=0, atol=1e-12)
+        assert np.allclose(reply["e"], phi(w, 1)[1] + lam - rho * (w - u), rtol=0,
                            atol=1e-12)
+        assert np.allclose(reply["v"], state["u"] + state["lam"] / rho, rtol=0, atol=1e-12)
+
+
+def test_first_penalty_is_the_geometric_mean_of_the_curvature():
+    """Without a given ρ: det(∇²φᵢ(wᵏ))^(1/d), so scaling a block's objective by s
+    scales its first ρᵢ by about s (exactly, but for the proximal share γ)."""
+    client = np_problem(3).clients[0]
+    wk = np.full(client.objective.dim, 0.1)
+    reply, state = started(client, wk, rho=None)
+    H = phi_of(client, state, wk)(wk, 2)[2]
+    sign, logdet = np.linalg.slogdet(H)
+    assert sign > 0 and np.isclose(reply["rho"], np.exp(logdet / len(wk)), rtol=1e-10)
+
+
+def test_spectral_rule_every_five_rounds():
+    """ρᵢ changes only every ``SPECTRAL_EVERY`` rounds, to ρ^(1−a)·r^a with
+    r = ‖Δλᵢ‖₂/‖Δw‖₂ over those rounds (computed here from the states)."""
+    client = np_problem(3).clients[0]
+    rng = np.random.default_rng(4)
+    wk = np.full(client.objective.dim, 0.1)
+    _, state = started(client, wk, adaptive=True)
+    every, a = handlers.SPECTRAL_EVERY, handlers.SPECTRAL_WEIGHT
+    seen = []
+    for t in range(2 * every + 1):
+        w = wk + 0.05 * rng.standard_normal(wk.size)
+        seen.append((w, state["lam"], state["rho"]))
+        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-8}, state, Site(client))
+        if t % every:
+            assert reply["rho"] == seen[-1][2]
+        elif t:
+            (w0, lam0, _), rho = seen[t - every], seen[-1][2]
+            r = np.linalg.norm(seen[-1][1] - lam0) / np.linalg.norm(w - w0)
+            assert np.isclose(reply["rho"], rho ** (1 - a) * r ** a, rtol=1e-12)
+            assert reply["rho"] != rho
+
+
+def test_warm_start_carries_the_block_over():
+    """A later subproblem (not cold) keeps uᵢ, λᵢ, ρᵢ and uploads nothing."""
+    client = np_problem(3).clients[0]
+    wk = np.full(client.objective.dim, 0.1)
+    _, state = started(client, wk)
+    _, state = dispatch("admm.step", {"w": wk + 0.05, "tol": 1e-8}, state, Site(client))
+    msg = {"w": wk + 0.02, "beta": 20.0, "gamma": 0.005, "cold": False,
+           "local_max_iter": 100, "local_hessian": True, "adaptive": False}
+    reply, new = dispatch("al.update+admm.start", msg, state, Site(client))
+    assert set(reply) == {"mu", "nu", "lagrangian_grad", "feasibility", "complementarity",
+                          "definition1", "objective"}
+    assert all(np.array_equal(new[k], state[k]) for k in ("u", "lam")) and \
+        new["rho"] == state["rho"] and "w_last" not in new
 
 
 def test_handlers_are_pure():
@@ -49,9 +106,9 @@ def test_handlers_are_pure():
     not changed (a handler returns a new dict)."""
     client = np_problem(3).clients[0]
     wk = np.full(client.objective.dim, 0.1)
-    _, state = started(client, wk)
+    _, state = started(client, wk, adaptive=True)
     before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
-    msg = {"w": wk + 0.05, "scale": 1.0, "tol": 1e-8}
+    msg = {"w": wk + 0.05, "tol": 1e-8}
     r1, s1 = dispatch("admm.step", msg, state, Site(client))
     r2, s2 = dispatch("admm.step", msg, state, Site(client))
     assert all(np.array_equal(r1[k], r2[k]) for k in r1)
@@ -66,9 +123,8 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     wk = np.zeros(client.objective.dim)
     _, state = started(client, wk, local_hessian=False)
     w = wk + 0.1
-    reply, new = dispatch("admm.step", {"w": w, "scale": 1.0, "tol": 1e-6}, state,
-                          Site(client))
-    phi = plus_quadratic(AugmentedTerm(client, 10.0, state["mu"], state["nu"]), 0.01, wk)
+    reply, new = dispatch("admm.step", {"w": w, "tol": 1e-6}, state, Site(client))
+    phi = phi_of(client, state, wk)
     sub = plus_quadratic(phi, new["rho"], w - state["lam"] / new["rho"])
     g = np.max(np.abs(sub(new["u"], 1)[1]))
     assert 1e-12 < g <= 1e-5          # iterative: small, but not solved to rounding

@@ -86,21 +86,22 @@ def test_duplicate_client_names():
     ("rho", np.inf, "rho must be a finite positive number"),
     ("rho", [0.1, 0.2, 0.3], r"rho has shape \(3,\), expected a scalar or \(2,\)"),
     ("rho", [0.1, -0.2], "rho for client 'site-1' must be finite and positive"),
-    ("rho", "big", "rho must be a number, an array or 'samples'"),
+    ("rho", "big", "rho must be 'auto', a number, an array or 'samples'"),
     ("tol", 0.0, r"tol \(eps1\) must be a finite positive number"),
     ("tol", (1e-6, -1.0), r"tol \(eps2\) must be a finite positive number"),
     ("tol", np.nan, r"tol \(eps1\)"),
     ("s_bar", 0.0, "s_bar must be a finite positive number"),
     ("tau_decay", 1.0, "tau_decay must be None or in"),
-    ("q", 0.0, "q must be in"),
+    ("tau_rel", 0.0, "tau_rel must be a finite positive number"),
     ("max_outer", 0, "max_outer must be a positive integer"),
     ("local_solver", "sgd", "local_solver must be"),
     ("w0", [0.0, np.nan, 0.0], "w0 contains NaN or inf"),
     ("w0", [0.0, 1.0], r"w0 has shape \(2,\), expected \(3,\)"),
 ])
 def test_bad_solver_options(arg, value, pattern):
+    admm_only = {"inner": "admm"} if arg in ("rho", "local_solver") else {}
     with pytest.raises(ValueError, match=pattern):
-        cf.solve(problem(), **{arg: value})
+        cf.solve(problem(), **admm_only, **{arg: value})
 
 
 def test_unknown_method_and_option():
@@ -128,7 +129,7 @@ def test_nonfinite_during_run_gives_numerical_error():
 
     f = fn.Custom(lambda w: 0.5 * np.sum((w - 1.0) ** 2), grad, lambda w: np.eye(w.size), dim=3)
     p = cf.Problem([cf.Client(objective=f, constraints=[fn.Affine(np.ones(3), -1.0)])])
-    res = cf.solve(p, method="fedproxal", tol=1e-9)
+    res = cf.solve(p, method="fedproxal", inner="admm", tol=1e-9)
     assert res.status == "numerical_error"
     assert np.all(np.isfinite(res.w))
     assert "client 'client-0': objective: its gradient contains NaN or inf" in res.message

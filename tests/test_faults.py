@@ -12,7 +12,7 @@ import constrfl as cf
 from constrfl import functions as fn
 
 R = 0.45
-SOLVERS = {"admm": dict(method="fedproxal"), "newton": dict(method="fedproxal", inner="newton"),
+SOLVERS = {"admm": dict(method="fedproxal", inner="admm"), "newton": dict(method="fedproxal", inner="newton"),
            "cproxal": dict(method="cproxal"),
            "fedavg": dict(method="fedavg", penalty="quadratic", rounds=40)}
 

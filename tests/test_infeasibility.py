@@ -12,7 +12,7 @@ from constrfl.problems.partition import stratified_split
 E1 = np.array([1.0, 0.0, 0.0])
 BETAS = [1e-3, 1e-2, 0.1, 1.0, 100.0, 1000.0]
 METHODS = {"newton": dict(inner="newton"), "cproxal": dict(method="cproxal"),
-           "newton_fixed_beta": dict(inner="newton", fixed=True), "admm": dict()}
+           "newton_fixed_beta": dict(inner="newton", fixed=True), "admm": dict(inner="admm")}
 
 
 def np_synthetic(r):

@@ -1,5 +1,6 @@
 """The README's examples run as written, in order, in one namespace (later examples use
 the problem of the first), and print what the README says they print."""
+import importlib.util
 import re
 from pathlib import Path
 
@@ -9,9 +10,13 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_readme_examples_run(capsys):
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert len(blocks) >= 2
+    flower = importlib.util.find_spec("flwr") is not None
     namespace = {}
     for code in blocks:
+        if "constrfl.flower" in code and not flower:     # the extra is not installed
+            continue
         exec(compile(code, str(README), "exec"), namespace)
     out = capsys.readouterr().out
     assert out.startswith("optimal")
     assert "optimal True True" in out            # saved, loaded, resumed: bit-identical
+    assert "simulate equals solve: True" in out or not flower

@@ -54,19 +54,21 @@ def test_bit_identical_reruns():
 
 
 def test_message_accounting():
-    """Rounds: one start-up round, one per ADMM iteration, one per outer iteration (the
-    multiplier/KKT round, which also starts the next subproblem).  Floats per client
-    (each client here has one constraint row, μᵢ ∈ R):
-    start-up    down w, β, γ, cold, local_max_iter, local_hessian, ρᵢ   up vᵢ, ρᵢ
-    ADMM round  down w, scale, tol                                     up eᵢ, vᵢ, ‖uᵢ−w‖∞, ρᵢ
-    outer       down w, β, γ, cold, local_max_iter, local_hessian
-                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, vᵢ, ρᵢ"""
+    """inner="admm".  Rounds: one start-up round, one per ADMM iteration, one per outer
+    iteration (the multiplier/KKT round, which also starts the next subproblem).
+    Floats per client (each client here has one constraint row, μᵢ ∈ R; ρ="auto":
+    each block chooses its first ρᵢ):
+    start-up    down w, β, γ, cold, adaptive, local_max_iter, local_hessian   up vᵢ, ρᵢ
+    ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
+    outer       down w, β, γ, cold, adaptive, local_max_iter, local_hessian
+                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ (the ADMM
+                block carries over: the server holds vᵢ, ρᵢ already)"""
     p = np_problem(5, 0.4)
-    res = cf.solve(p, method="fedproxal")
+    res = cf.solve(p, method="fedproxal", inner="admm")
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
-    assert res.bytes_down == 8 * n * ((d + 6) + T * (d + 2) + K * (d + 5))
-    assert res.bytes_up == 8 * n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4 + d + 1))
+    assert res.bytes_down == 8 * n * ((d + 6) + T * (d + 1) + K * (d + 6))
+    assert res.bytes_up == 8 * n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
 
@@ -135,12 +137,12 @@ def test_max_iterations_names_failing_residual():
 def test_rho_samples_and_lbfgs_path():
     """ρᵢ ∝ Nᵢ, and a Custom objective without a Hessian (local L-BFGS)."""
     p = np_problem(4, 0.4, rows=500)
-    assert cf.solve(p, rho="samples").status == "optimal"
+    assert cf.solve(p, inner="admm", rho="samples").status == "optimal"
     a = np.array([1.0, 2.0, -3.0])
     f = fn.Custom(lambda w: 0.5 * np.sum((w - a) ** 2) + 0.25 * np.sum(w ** 4),
                   lambda w: (w - a) + w ** 3, dim=3)
     q = cf.Problem([cf.Client(objective=f, constraints=[fn.Affine(np.ones(3), -0.5)])])
-    res = cf.solve(q, tol=1e-7)
+    res = cf.solve(q, inner="admm", tol=1e-7)
     ref = cf.solve(cf.Problem([cf.Client(
         objective=fn.Custom(f._value, f._grad, lambda w: np.eye(3) + np.diag(3 * w ** 2), dim=3),
         constraints=[fn.Affine(np.ones(3), -0.5)])]), method="cproxal", tol=1e-9)
@@ -177,8 +179,8 @@ def test_demo_runs():
 
 def test_lbfgs_local_solver_matches_newton():
     p = np_problem(3, 0.4, rows=300)
-    a = cf.solve(p, local_solver="newton", tol=1e-7)
-    b = cf.solve(p, local_solver="lbfgs", tol=1e-7)
+    a = cf.solve(p, inner="admm", local_solver="newton", tol=1e-7)
+    b = cf.solve(p, inner="admm", local_solver="lbfgs", tol=1e-7)
     assert a.status == b.status == "optimal"
     assert np.max(np.abs(a.w - b.w)) <= 1e-5
 

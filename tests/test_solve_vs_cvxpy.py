@@ -41,8 +41,8 @@ def reference(case):
     return cert
 
 
-SOLVERS = {"fedproxal": dict(method="fedproxal"),
-           "fedproxal-newton": dict(method="fedproxal", inner="newton"),
+SOLVERS = {"fedproxal-admm": dict(method="fedproxal", inner="admm"),
+           "fedproxal-newton": dict(method="fedproxal", inner="newton"),   # = the default here
            "fedproxal-newton-cg": dict(method="fedproxal", inner="newton-cg"),
            "cproxal": dict(method="cproxal")}
 NONSMOOTH = ("np_l1", "np_box")          # Newton-CG needs a smooth regularizer

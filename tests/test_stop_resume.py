@@ -16,7 +16,7 @@ import constrfl as cf
 from builders import np_problem
 
 TESTS = Path(__file__).resolve().parent
-VARIANTS = {"admm": dict(), "newton": dict(inner="newton"), "cproxal": dict(method="cproxal"),
+VARIANTS = {"admm": dict(inner="admm"), "newton": dict(inner="newton"), "cproxal": dict(method="cproxal"),
             "fedavg": dict(method="fedavg", penalty="quadratic", rounds=30)}
 
 
@@ -63,7 +63,7 @@ def test_time_limit_inside_the_inner_loop():
     """max_time is checked every round: a budget far shorter than one subproblem stops
     the ADMM in the middle of it, and the result resumes to the uninterrupted answer."""
     p = np_problem(5, 0.4, rows=400)
-    opts = dict(rho=0.01, adaptive_rho=False, beta=300.0)      # slow: thousands of rounds
+    opts = dict(inner="admm", rho=0.01, adaptive_rho=False, beta=300.0)   # thousands of rounds
     full = cf.solve(p, max_outer=2, **opts)
     res = cf.solve(p, max_time=0.2, max_outer=2, **opts)
     assert res.status == "time_limit"
@@ -134,7 +134,8 @@ def test_sigint_stops_a_long_solve_cleanly():
         from builders import np_problem
         p = np_problem(5, 0.4, rows=400)
         print("ready", flush=True)
-        res = cf.solve(p, rho=0.001, adaptive_rho=False, beta=1000.0, max_inner=10**7)
+        res = cf.solve(p, inner="admm", rho=0.001, adaptive_rho=False, beta=1000.0,
+                       max_inner=10**7)
         print("RESULT", res.status, res.rounds, flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,

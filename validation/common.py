@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 # The paper's settings (its §5.1, §5.2, E.2; docs/algorithms.md §6), reported next to ours.
 PAPER_SETTINGS = "β = 300, ρᵢ = 0.01 (fixed), s̄ = 10⁻³ with τ_k = s̄/(k+1)², q = 0.9, ε₁ = ε₂ = 10⁻³"
-REPORTED_DEFAULTS = ("beta", "rho", "adaptive_rho", "s_bar", "tau_decay", "q", "max_outer",
+REPORTED_DEFAULTS = ("beta", "rho", "adaptive_rho", "s_bar", "tau_decay", "tau_rel", "max_outer",
                      "max_inner", "local_max_iter", "local_solver", "inner")
 
 

@@ -6,7 +6,7 @@ baselines' clients).  ``state`` is a flat dict of float64 arrays and Python scal
 the party's multipliers and its ADMM block (:func:`init_state`) —
 so it serializes bit-exactly; a handler returns a new dict and never changes an array
 in place.  Everything else a handler needs arrives in the message (there is no separate
-configuration); the only other memory is a cache of Cholesky factors, rebuilt on demand.
+configuration); the only other memory is a cache of eigendecompositions, rebuilt on demand.
 
 Handlers (message types of :class:`~.messages.MessageType`, equation numbers of
 docs/algorithms.md):
@@ -19,10 +19,12 @@ docs/algorithms.md):
   residuals and fᵢ(w).
 * ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
   multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
-* ``admm.start`` {gamma, cold, local_max_iter, local_hessian, [rho]}: Algorithm 2's start uᵢ = wᵏ, λᵢ = −∇φᵢ(wᵏ)
-  (λᵢ = 0 when ``cold``), φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14).  Reply: vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ.
-* ``admm.step`` {w, scale, tol}: (22) as the vector eᵢ (with the ρᵢ the server used),
-  ρᵢ ← scale·ρᵢ, (19) to ‖∇‖∞ ≤ tol, (20).  Reply: eᵢ, vᵢ, ‖uᵢ − w‖∞, ρᵢ.
+* ``admm.start`` {gamma, cold, adaptive, local_max_iter, local_hessian, [rho]}:
+  φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
+  and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ), else (uᵢ, λᵢ, ρᵢ) carry over (empty reply).
+* ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the ρᵢ the server used), the
+  block's next ρᵢ (spectral rule), (19) to a tolerance relative to the server's
+  motion, (20).  Reply: eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
 * ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
@@ -41,7 +43,6 @@ import zlib
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 from ..kkt import party_residuals
 from ..result import Multipliers
@@ -143,7 +144,12 @@ def kkt_report(msg, state, site):
 
 # -- Algorithm 2, a block's side -----------------------------------------------------------
 
-_FACTORS = weakref.WeakKeyDictionary()     # party -> ((beta, gamma, rho), Cholesky factor)
+#: the block's penalty rule (docs/algorithms.md §4): every ``SPECTRAL_EVERY`` rounds
+#: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``; (19) solved to
+#: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000)
+SPECTRAL_EVERY, SPECTRAL_WEIGHT, LOCAL_FRACTION = 5, 0.3, 0.1
+
+_EIGEN = weakref.WeakKeyDictionary()     # party -> ((beta, gamma), (Q, eigenvalues))
 
 
 def _exact(state, party):
@@ -151,44 +157,104 @@ def _exact(state, party):
     return state["local_hessian"] and party.constant_hessian and party.is_convex
 
 
-def _factor(party, state, sub, rho):
-    """Cholesky factor of ∇²φᵢ + ρᵢI (constant for a quadratic φᵢ), cached per (β, γ, ρᵢ)."""
-    key = (state["beta"], state["gamma"], rho)
-    hit = _FACTORS.get(party)
+def _eigen(party, state, phi):
+    """∇²φᵢ = Q diag(λ) Qᵀ, constant for a quadratic φᵢ at fixed (β, γ): (19) is then
+    exact for every ρᵢ without refactoring."""
+    key = (state["beta"], state["gamma"])
+    hit = _EIGEN.get(party)
     if hit is None or hit[0] != key:
-        hit = key, scipy.linalg.cho_factor(sub(state["u"], 2)[2])
-        _FACTORS[party] = hit
+        eig, Q = np.linalg.eigh(phi(state["wk"], 2)[2])
+        hit = key, (Q, eig)
+        _EIGEN[party] = hit
     return hit[1]
+
+
+def _first_rho(state, party, phi):
+    """ρᵢ⁰ = det(∇²φᵢ(wᵏ))^(1/d), the geometric mean of the eigenvalues of the block's
+    Hessian (0.1 without one): homogeneous of degree one in the block's curvature."""
+    H = phi(state["wk"], 2)[2] if state["local_hessian"] else None
+    if H is None:
+        return 0.1
+    try:
+        return float(np.exp(2.0 * np.mean(np.log(np.diag(np.linalg.cholesky(H))))))
+    except np.linalg.LinAlgError:
+        lam = np.linalg.eigvalsh(H)
+        lam = lam[lam > 0]
+        return float(np.exp(np.mean(np.log(lam)))) if lam.size else 0.1
 
 
 @handles(M.ADMM_START)
 def admm_start(msg, state, site):
-    state = dict(state, gamma=msg["gamma"], rho=msg.get("rho", state.get("rho")),
-                 local_max_iter=msg["local_max_iter"], local_hessian=msg["local_hessian"])
-    wk, rho = state["wk"], state["rho"]
-    lam = np.zeros_like(wk) if msg["cold"] else -_phi(state, site.party)(wk, 1)[1]
-    state.update(u=wk, lam=lam)
-    return {"v": wk + lam / rho, "rho": rho}, state
+    """Cold (the first subproblem): uᵢ = wᵏ, λᵢ = 0 and ρᵢ as given (or
+    :func:`_first_rho`); reply vᵢ = uᵢ, ρᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry over from the
+    last subproblem, whose vᵢ the server already holds: empty reply."""
+    state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
+    state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
+                 local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
+    if not msg["cold"]:
+        return {}, state
+    wk = state["wk"]
+    rho = msg["rho"] if "rho" in msg else _first_rho(state, site.party, _phi(state, site.party))
+    state.update(u=wk, lam=np.zeros_like(wk), rho=rho)
+    return {"v": wk, "rho": rho}, state
+
+
+def _spectral(state, w):
+    """The block's penalty rule: rᵢ = ‖λᵢ − λᵢʳᵉᶠ‖₂/‖w − wʳᵉᶠ‖₂ over the last
+    ``SPECTRAL_EVERY`` rounds (the curvature its dual sees along the server's motion),
+    ρᵢ ← ρᵢ^(1−a) rᵢ^a; returns (ρᵢ, state changes)."""
+    rho, age = state["rho"], state["age"]
+    if "w_ref" in state and age < SPECTRAL_EVERY:
+        return rho, {"age": age + 1}
+    if "w_ref" in state:
+        dw = float(np.linalg.norm(w - state["w_ref"]))
+        r = float(np.linalg.norm(state["lam"] - state["lam_ref"])) / dw if dw > 0 else 0.0
+        if np.isfinite(r) and r > 0:
+            rho = float(rho ** (1.0 - SPECTRAL_WEIGHT) * r ** SPECTRAL_WEIGHT)
+    return rho, {"w_ref": w, "lam_ref": state["lam"], "age": 1}
+
+
+def _definition1(term, w):
+    """The owner's Definition-1 residual at (w, μ⁺) with the multipliers step 3 would
+    give it at w: max over its rows of |cⱼ| (μ⁺ⱼ > 0) or [cⱼ]₊, and |hⱼ|."""
+    party, out = term.party, 0.0
+    if party.n_ineq:
+        c = party.c_value(w)
+        mu = np.maximum(term.mu + term.beta * c, 0.0)
+        out = float(np.max(np.where(mu > 0, np.abs(c), np.maximum(c, 0.0))))
+    if party.n_eq:
+        out = max(out, float(np.max(np.abs(party.h_value(w)))))
+    return out
 
 
 @handles(M.ADMM_STEP)
 def admm_step(msg, state, site):
-    party, w = site.party, msg["w"]
+    """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
+    to the relative tolerance and (20).  Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the
+    Definition-1 residual κᵢ at (w, μ⁺)."""
+    party, w, tau = site.party, msg["w"], msg["tol"]
     u, lam, rho = state["u"], state["lam"], state["rho"]
-    phi = _phi(state, party)
+    term = _term(state, party)
+    phi = plus_quadratic(term, state["gamma"], state["wk"])
     grad_w = phi(w, 1)[1]
-    e = grad_w + lam - rho * (w - u)                    # (22), with the server's ρᵢ
-    rho = rho * msg["scale"]
-    sub = plus_quadratic(phi, rho, w - lam / rho)       # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
+    e = grad_w + lam - rho * (w - u)                     # (22), with the server's ρᵢ
+    changes = {}
+    if state["adaptive"]:
+        rho, changes = _spectral(state, w)
+    tol = tau
+    if "w_last" in state:
+        step = float(np.max(np.abs(w - state["w_last"])))
+        tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
     if _exact(state, party):     # one Newton step from w, where ∇sub(w) = ∇φᵢ(w) + λᵢ
-        u = w - scipy.linalg.cho_solve(_factor(party, state, sub, rho), grad_w + lam)
+        Q, eig = _eigen(party, state, phi)
+        u = w - Q @ ((Q.T @ (grad_w + lam)) / (eig + rho))
     else:
-        u = minimize_smooth(sub, u, msg["tol"], state["local_max_iter"],
+        sub = plus_quadratic(phi, rho, w - lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
+        u = minimize_smooth(sub, u, tol, state["local_max_iter"],
                             state["local_hessian"]).x
     lam = lam + rho * (u - w)                            # (20)
-    reply = {"e": e, "v": u + lam / rho, "primal": float(np.max(np.abs(u - w))),
-             "rho": rho}
-    return reply, dict(state, u=u, lam=lam, rho=rho)
+    reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": _definition1(term, w)}
+    return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
 
 
 # -- the federated Newton inner solver ----------------------------------------------------

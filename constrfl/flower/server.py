@@ -290,7 +290,7 @@ def run_server(grid, view, method="fedproxal", tol=1e-6, *, w0=None, seed=0, ver
                                w0=w0, seed=seed, resume=resume, verbose=verbose,
                                callback=callback, deadline=deadline, start=start)
     else:
-        settings = settings_for(method, options)
+        settings = settings_for(method, options, view)
         fed = FlowerFederation(grid, view, snapshots, client_timeout=client_timeout,
                                resend_after=resend_after, poll_interval=poll_interval)
         res = execute(view, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,

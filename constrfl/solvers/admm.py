@@ -4,9 +4,9 @@ The blocks are the clients (over the federation) and, when the server has functi
 its own (f₀, c₀, h₀), the server's block (its AL₀ as a consensus block like a client's,
 answered in the server's process without traffic).  Their side is the ``admm.start`` and
 ``admm.step`` handlers of :mod:`constrfl.federation.handlers`.  Per round the server
-broadcasts wᵗ⁺¹ (and a ρ scale factor and the local tolerance); each block uploads
-vᵢ = uᵢ + λᵢ/ρᵢ, its stationarity share eᵢ, ‖uᵢ − w‖∞ and ρᵢ.  Three deviations from
-the paper, each measured:
+broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share eᵢ,
+vᵢ = uᵢ + λᵢ/ρᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
+measured (docs/algorithms.md §4):
 
 * The server's w-step is always the closed form of (18),
 
@@ -14,12 +14,26 @@ the paper, each measured:
 
   with ε₀,ₜ = 0 (the server's own functions are a block, not part of this step).
 * The stop test is ‖Σᵢ eᵢ‖∞ ≤ τ with eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − ρᵢ(wᵗ⁺¹ − uᵢᵗ), the vector
-  whose norm is (22)'s εᵢ.  The argument below (23) shows Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹), so this
-  certifies (10) as (23) does; it is never looser than Σᵢ εᵢ and only the sum is needed
-  (secure aggregation applies).  On NP breast-cancer (n = 20) it saves about 2× rounds.
-* Outer iteration 0 starts the ADMM cold, λᵢ = 0: from an arbitrary w⁰ the warm start
-  λᵢ = −∇φᵢ(w⁰) makes the first w-step a gradient step of length ‖∇Ψ₀(w⁰)‖/Σρᵢ, which
-  with a small ρ throws w far off (about 6× more rounds in that subproblem there).
+  whose norm is (22)'s εᵢ.  Since wᵗ⁺¹ minimizes P + γ/2‖· − wᵏ‖² + Σᵢ ρᵢ/2‖· − vᵢ‖²,
+  Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹) whatever the ρᵢ, vᵢ are, as long as each eᵢ uses the ρᵢ and uᵢ,
+  λᵢ the server's step used — which is why a block computes eᵢ before it changes ρᵢ.
+  So this certifies (10) as (23) does, never looser than Σᵢ εᵢ, and only the sum is
+  needed (secure aggregation applies).
+* **Per-block penalties, scale-free.**  Each block adapts its own ρᵢ from what it
+  measures about its own φᵢ: every 5 rounds rᵢ = ‖Δλᵢ‖/‖Δw‖ (the curvature its dual
+  sees along the server's motion: the spectral-radius approximation of McCann &
+  Wohlberg, 2024, node by node as in Xu et al.'s adaptive consensus ADMM, ICML 2017),
+  and ρᵢ ← ρᵢ^0.7·rᵢ^0.3 (a geometric relaxation: bounded changes keep it stable).  The
+  first ρᵢ is det(∇²φᵢ(w⁰))^(1/d).  Both are homogeneous of degree one in the block's
+  curvature: scaling one client's data scales its ρᵢ, not anyone else's rounds.
+* **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, 0.1·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at least τ/1000), an
+  error that follows the ADMM's own progress (summable, Eckstein & Bertsekas 1992).
+* **Warm start.**  The first subproblem starts cold (λᵢ = 0, uᵢ = w⁰); later ones keep
+  (uᵢ, λᵢ, ρᵢ) from the last (no upload: the server holds every vᵢ).
+* **Early stop.**  By the identity above dist∞(0, ∂ℓ(wᵗ⁺¹, μ⁺, ν⁺)) ≤ ‖Σᵢ eᵢ‖∞ +
+  ‖wᵗ⁺¹ − wᵏ‖∞/β for the multipliers of step 3 at wᵗ⁺¹, and κᵢ is block i's exact
+  Definition-1 residual there: once both meet (ε₁, ε₂) the subproblem stops, and the
+  outer loop's KKT round (recomputed by the owners) confirms it.
 """
 from __future__ import annotations
 
@@ -43,78 +57,79 @@ class ADMMState:
     v: np.ndarray           # (blocks, d): the uploads uᵢ + λᵢ/ρᵢ
     rho: np.ndarray         # (blocks,): the blocks' ρᵢ
     iterations: int = 0     # rounds done in this subproblem
-    primal: float = np.nan  # maxᵢ ‖uᵢ − w‖∞ of the last round (nan before the first)
     certificate: float = np.inf
-    done: bool = False      # stopped (converged, or max_iter)
+    kkt_bound: float = np.inf  # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β, and maxᵢ κᵢ: the early stop
+    kappa: float = np.inf
+    done: bool = False      # stopped (converged, early, or max_iter)
 
 
 class ADMM:
-    """Algorithm 2 with the settings of one solve.
+    """Algorithm 2 with the settings of one solve (see the module docstring).
 
-    ``rho``: the clients' initial ρᵢ (one per client; the server's block takes their
-    mean).  Local tolerances ε_t = max(τ/(10B), τ·qᵗ) for B blocks (the geometric
-    schedule of §4 scaled to τ).  With ``adaptive_rho`` every ρᵢ is rescaled by 2 or 1/2
-    when the primal residual maxᵢ‖uᵢ − w‖∞ and the dual residual maxᵢ ρᵢ‖wᵗ⁺¹ − wᵗ‖∞
-    differ by more than 10× (residual balancing, Boyd et al. 2011, §3.4.1); the factor
-    rides on the broadcast and each block applies it after its (22), so every iteration
-    uses one ρ throughout and the certificate still certifies (10).
+    ``rho``: the clients' first ρᵢ (one per client; the server's block takes their
+    mean), or None: each block chooses its own.  ``adaptive_rho``: the blocks' spectral
+    rule (False: ρᵢ fixed, as in the paper).  ``eps``: (ε₁, ε₂) of the early stop.
     """
 
     start_type = M.ADMM_START
 
-    def __init__(self, names, rho, regularizer, q=0.9, max_iter=10000, adaptive_rho=True,
+    def __init__(self, names, rho, regularizer, eps, max_iter=10000, adaptive_rho=True,
                  local_max_iter=100, local_solver="newton"):
-        self.initial_rho = {n: float(r) for n, r in zip(names, rho)}
-        self.initial_rho["server"] = float(np.mean(rho))
-        self.P, self.n, self.q = regularizer, len(names), q
-        self.max_iter, self.adaptive_rho = max_iter, adaptive_rho
+        self.initial_rho = ({} if rho is None else
+                            dict({n: float(r) for n, r in zip(names, rho)},
+                                 server=float(np.mean(rho))))
+        self.P, self.n, self.eps = regularizer, len(names), eps
+        self.max_iter = max_iter
         self.local = {"local_max_iter": int(local_max_iter),
-                      "local_hessian": local_solver == "newton"}
+                      "local_hessian": local_solver == "newton",
+                      "adaptive": bool(adaptive_rho)}
 
     def gamma(self, beta):
         return 1.0 / ((self.n + 1) * beta)
 
-    def start_message(self, k, beta):
-        """Payload of ``admm.start`` for outer iteration k: the clients' share γ of the
-        proximal term (the server's block has none: its share is in the w-step), and
-        at k = 0 each block's initial ρᵢ."""
-        payload = {"gamma": self.gamma(beta), "cold": k == 0, **self.local}
-        per_client = {n: {"rho": r} for n, r in self.initial_rho.items()} if k == 0 else {}
+    def start_message(self, k, beta, previous=None):
+        """Payload of ``admm.start``: the clients' share γ of the proximal term (the
+        server's block has none: its share is in the w-step); cold without a
+        ``previous`` subproblem, with each block's first ρᵢ if given."""
+        cold = previous is None
+        payload = {"gamma": self.gamma(beta), "cold": cold, **self.local}
+        per_client = ({n: {"rho": r} for n, r in self.initial_rho.items()} if cold
+                      else {})
         per_client["server"] = dict(per_client.get("server", {}), gamma=0.0)
         return payload, per_client
 
-    def begin(self, replies, wk, tau, beta):
-        """The subproblem's first state from the ``admm.start`` replies."""
-        blocks = list(replies.values())
-        return ADMMState(wk=wk, tau=tau, w=wk, v=np.array([r["v"] for r in blocks]),
-                         rho=np.array([r["rho"] for r in blocks]))
+    def begin(self, replies, wk, tau, beta, previous=None):
+        """The subproblem's first state: from the cold start's replies, or the previous
+        subproblem's uploads."""
+        if previous is None:
+            blocks = list(replies.values())
+            v, rho = np.array([r["v"] for r in blocks]), np.array([r["rho"] for r in blocks])
+        else:
+            v, rho = previous.v, previous.rho
+        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho)
 
     def run(self, fed, s, beta):
-        """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ or ``max_iter``; ``s`` is updated after each
-        completed round.  Returns ``(w, converged)``."""
+        """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
+        after each completed round.  Returns ``(w, converged)``."""
         gamma = self.gamma(beta)
-        eps_floor = s.tau / (10 * len(s.rho))
+        eps1, eps2 = self.eps
         while not s.done and s.iterations < self.max_iter:
             sigma = s.rho.sum() + gamma
             w = self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)   # (18)
             if not np.all(np.isfinite(w)):
                 raise NonFiniteIterate(f"non-finite ADMM iterate in round {s.iterations + 1}")
-            scale = 1.0
-            if self.adaptive_rho and np.isfinite(s.primal):
-                dual = s.rho.max() * float(np.max(np.abs(w - s.w)))
-                scale = (2.0 if s.primal > 10 * dual else 0.5 if dual > 10 * s.primal
-                         else 1.0)
-            tol = max(eps_floor, s.tau * self.q ** s.iterations)
-            replies = list(fed.broadcast(M.ADMM_STEP, {"w": w, "scale": scale, "tol": tol},
+            replies = list(fed.broadcast(M.ADMM_STEP, {"w": w, "tol": s.tau},
                                          include_server=True).values())
             cert = float(np.max(np.abs(sum(r["e"] for r in replies))))
             if not np.isfinite(cert):
                 raise NonFiniteIterate(f"non-finite stationarity shares in round {s.iterations + 1}")
             s.certificate = cert
+            s.kkt_bound = cert + float(np.max(np.abs(w - s.wk))) / beta
+            s.kappa = max(r["kappa"] for r in replies)
             s.v = np.array([r["v"] for r in replies])
             s.rho = np.array([r["rho"] for r in replies])
-            s.primal = max(r["primal"] for r in replies)
             s.w, s.iterations = w, s.iterations + 1
-            s.done = s.certificate <= s.tau                              # (23), aggregated
+            s.done = (s.certificate <= s.tau                             # (23), aggregated
+                      or (s.kkt_bound <= eps1 and s.kappa <= eps2))      # early stop
         s.done = True
-        return s.w, s.certificate <= s.tau
+        return s.w, s.certificate <= s.tau or (s.kkt_bound <= eps1 and s.kappa <= eps2)

@@ -56,6 +56,11 @@ class NewtonState:
     t: float = 1.0                    # and the next step length to try
     cg: dict | None = None            # a running CG solve (Newton-CG)
 
+    @property
+    def certificate(self):
+        """dist∞(0, ∂Ψ_k(x)) at the current point (what τ_k bounds)."""
+        return self.r
+
 
 class Newton:
     """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
@@ -73,10 +78,10 @@ class Newton:
         self.order = 1 if cg else 2
         self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
-    def start_message(self, k, beta):
+    def start_message(self, k, beta, previous=None):
         return {"order": self.order}, None
 
-    def begin(self, replies, wk, tau, beta):
+    def begin(self, replies, wk, tau, beta, previous=None):
         s = NewtonState(wk=wk, tau=tau, x=wk)
         self._take(s, replies, wk, beta, hessian=self.order == 2)
         return s

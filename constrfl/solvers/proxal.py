@@ -42,21 +42,31 @@ class OuterState:
     last_check: int = 0        # outer iteration of the last infeasibility check
 
 
-def tau_schedule(k, s_bar, tau_decay, eps1):
-    """τ_k = s̄/(k+1)² (the paper's, ``tau_decay=None``) or s̄·rᵏ, never below ε₁/10 (a
-    smaller τ_k cannot help the stop test)."""
+def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
+    """τ_k = s̄/(k+1)² (the paper's, ``tau_decay=None``) or s̄·rᵏ; with ``tau_rel = θ``
+    also at most θ times the outer loop's own error at the last iterate,
+    max(Definition-1 residual, ‖wᵏ − wᵏ⁻¹‖∞/β) (its stationarity is at most τ_{k−1} +
+    ‖wᵏ − wᵏ⁻¹‖∞/β by (10): what the inner solver was asked for) — a relative error
+    criterion in the spirit of Solodov & Svaiter's for the proximal point method: once
+    the multipliers settle, the next subproblem is solved to the final accuracy at once
+    instead of a decade per outer iteration.  Never below ε₁/10 (a smaller τ_k cannot
+    help the stop test)."""
     tau = s_bar / (k + 1) ** 2 if tau_decay is None else s_bar * tau_decay ** k
+    if tau_rel is not None and history:
+        last = history[-1]
+        tau = min(tau, tau_rel * max(last["definition1"], last["step"] / last["beta"]))
     return max(tau, eps1 / 10)
 
 
-def _start(fed, inner, k, w, beta, tau, update):
+def _start(fed, inner, k, w, beta, tau, update, previous=None):
     """One round: ``al.update`` (with ``update``) or ``al.begin``, plus the inner
-    solver's first message for subproblem k, centred at ``w``."""
-    payload, per_client = inner.start_message(k, beta)
+    solver's first message for subproblem k, centred at ``w`` (``previous``: the
+    finished subproblem's state)."""
+    payload, per_client = inner.start_message(k, beta, previous)
     kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
     replies = fed.broadcast(kind, {"w": w, "beta": beta, **payload},
                             per_client=per_client, include_server=True)
-    return replies, inner.begin(replies, w, tau, beta)
+    return replies, inner.begin(replies, w, tau, beta, previous)
 
 
 def _kkt_round(problem, w, replies, previous):
@@ -79,8 +89,8 @@ def _kkt_round(problem, w, replies, previous):
     return kkt, mults, step, objective
 
 
-def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, beta_max,
-                report, callback):
+def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, tau_rel,
+                beta_max, report, callback):
     """Run outer iterations from the state ``s`` (updated in place, round by round).
 
     Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
@@ -92,20 +102,23 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, bet
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
             _, s.inner = _start(fed, inner, k, w_prev, s.beta,
-                                tau_schedule(k, s_bar, tau_decay, eps1), update=False)
+                                tau_schedule(k, s_bar, tau_decay, eps1, tau_rel, s.history),
+                                update=False)
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
         tau, iterations, beta = s.inner.tau, s.inner.iterations, s.beta
+        certificate = s.inner.certificate
         following_beta = next_beta(s.history, beta, beta_max, eps2)
-        replies, following = _start(fed, inner, k + 1, w_new, following_beta,
-                                    tau_schedule(k + 1, s_bar, tau_decay, eps1), update=True)
+        replies, following = _start(fed, inner, k + 1, w_new, following_beta, np.nan,
+                                    update=True, previous=s.inner)
         kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
         s.w, s.k, s.multipliers, s.inner = w_new, k + 1, mults, following
         s.beta = following_beta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
-        rec = dict(k=k, tau=tau, beta=beta, inner_iterations=iterations,
+        rec = dict(k=k, tau=tau, certificate=certificate, beta=beta,
+                   inner_iterations=iterations,
                    inner_converged=converged, step=dw, multiplier_step=mstep,
                    rule11=dw + beta * tau <= beta * eps1 and mstep <= beta * eps2,
                    stationarity=kkt.stationarity, feasibility=kkt.feasibility,
@@ -117,6 +130,7 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, bet
             raise NonFiniteIterate(f"non-finite residuals or objective in outer "
                                    f"iteration {k}")
         s.history.append(rec)
+        s.inner.tau = tau_schedule(k + 1, s_bar, tau_decay, eps1, tau_rel, s.history)
         report(rec)
         stop = callback is not None and callback(dict(
             rec, w=w_new.copy(), w_prev=w_prev.copy(), multipliers_prev=mults_prev,
