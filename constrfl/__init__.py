@@ -2,7 +2,7 @@
 
 The federated proximal augmented Lagrangian of He, Peng & Sun (TMLR 2024) with its
 inexact ADMM subproblem solver, its centralized twin, KKT certificates and a cvxpy
-ground-truth check.  See README.md and ALGORITHMS.md for the mathematics.
+ground-truth check.  See README.md, and docs/algorithms.md for the mathematics.
 """
 from . import functions, prox
 from .api import BASELINES, METHODS, solve

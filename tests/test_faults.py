@@ -12,7 +12,9 @@ import constrfl as cf
 from constrfl import functions as fn
 
 R = 0.45
-SOLVERS = {"admm": dict(method="fedproxal", inner="admm"), "newton": dict(method="fedproxal", inner="newton"),
+SOLVERS = {"admm": dict(method="fedproxal", inner="admm"),
+           "newton": dict(method="fedproxal", inner="newton"),
+           "newton-cg": dict(method="fedproxal", inner="newton-cg"),
            "cproxal": dict(method="cproxal"),
            "fedavg": dict(method="fedavg", penalty="quadratic", rounds=40)}
 
@@ -107,10 +109,11 @@ def test_fault_in_a_party_function(solver, slot, mode):
             assert getattr(again, k) == last[k] == getattr(res.kkt, k), k
 
 
-@pytest.mark.parametrize("solver", ["admm", "newton", "cproxal"])
+@pytest.mark.parametrize("solver", ["admm", "newton", "newton-cg", "cproxal"])
 def test_constraint_without_hessian_solves(solver):
     """A Custom constraint without a Hessian: L-BFGS locally (ADMM), a BFGS model at
-    the server (Newton, cProx-AL); the same answer as with Hessians."""
+    the server (Newton, cProx-AL), finite differences of the client's own gradients
+    (Newton-CG); the same answer as with Hessians."""
     X1 = data(2)[1]
     blind = problem(Flaky(X1, hessian=False))
     ref = cf.solve(problem(), method="cproxal", tol=1e-9)

@@ -198,4 +198,4 @@ def test_a_server_view_without_row_counts_refuses_rho_samples():
     from constrfl.problem import ServerSide
     view = ServerSide(NP.dim, NP.client_names, NP.server, NP.regularizer)
     with task_identity(), pytest.raises(ValueError, match="row counts"):
-        run_server(LocalGrid([]), view, rho="samples")
+        run_server(LocalGrid([]), view, inner="admm", rho="samples")

@@ -65,7 +65,7 @@ def test_a_restarted_supernode_resumes_from_its_site_directory(tmp_path, when):
     before it runs message 30 of an ADMM solve, or just after it ran it and wrote its
     state (the reply is lost): the server finds the site on its new node, resends, and
     the site carries on from its file — the same final point, bit for bit."""
-    opts = dict(max_outer=2, max_inner=20)
+    opts = dict(inner="admm", max_outer=2, max_inner=20)
     reference = cf.solve(NP, **opts)
     grid = local_grid(NP, tmp_path)
     old = grid.node_of(SITE)
