@@ -43,13 +43,12 @@ def test_rounds_insensitive_to_one_clients_scale():
 
 
 def test_a_fixed_penalty_is_not():
-    """The paper's fixed ρ on the same pair: the scaled problem is not solved within 5×
-    the rounds of the unscaled one (measured at β = 100: 373 against 20,597 rounds)."""
-    opts = dict(inner="admm", rho=0.1, adaptive_rho=False)
+    """The paper's fixed ρ on the same pair: the scaled problem's first subproblem is not
+    solved within 5× the rounds of the unscaled one's (whole solves, measured at
+    β = 100: 373 against 20,597 rounds)."""
+    opts = dict(inner="admm", rho=0.1, adaptive_rho=False, max_outer=1)
     plain = cf.solve(problem(1.0, 0), **opts)
-    assert plain.status == "optimal"
-    cap = 5 * plain.rounds
-    scaled = cf.solve(problem(100.0, 0), max_inner=cap, max_outer=plain.outer_iterations,
-                      **opts)
-    assert not (scaled.status == "optimal" and scaled.rounds <= cap), \
-        (plain.rounds, scaled.rounds)
+    first = plain.history[0]
+    assert first["inner_converged"]
+    scaled = cf.solve(problem(100.0, 0), max_inner=5 * first["inner_iterations"], **opts)
+    assert not scaled.history[0]["inner_converged"]

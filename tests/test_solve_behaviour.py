@@ -111,8 +111,23 @@ def test_options_belong_to_their_method():
     p = np_problem(2, 0.4, rows=200)
     with pytest.raises(TypeError, match=r"do not apply to method 'fedavg': \['beta'\]"):
         cf.solve(p, method="fedavg", beta=300.0, penalty="quadratic")
-    with pytest.raises(ValueError, match=r"inner must be one of \('admm', 'newton', 'newton-cg'\)"):
+    with pytest.raises(ValueError, match=r"inner must be one of \('auto', 'admm', 'newton', 'newton-cg'\)"):
         cf.solve(p, inner="bfgs")
+    with pytest.raises(TypeError, match=r"with inner='newton', chosen by inner='auto' for "
+                                        r"d=\d+: \['rho'\]"):
+        cf.solve(p, rho=0.1)                       # an ADMM option: say inner="admm"
+
+
+def test_auto_chooses_by_dimension_and_regularizer():
+    from constrfl.api import choose_inner
+    assert choose_inner(500, cf.prox.L1(0.1)) == "newton"
+    assert choose_inner(501, cf.prox.SquaredL2(0.1)) == "newton-cg"
+    assert choose_inner(501, cf.prox.Zero()) == "newton-cg"
+    assert choose_inner(501, cf.prox.L1(0.1)) == "admm"
+    res = cf.solve(np_problem(2, 0.4, rows=200))
+    assert res.settings["inner"] == "newton" and res.settings["beta"] == 100.0
+    assert cf.solve(np_problem(2, 0.4, rows=200), inner="admm",
+                    max_outer=1).settings["beta"] == 2000.0
 
 
 def test_infeasible_detected():
