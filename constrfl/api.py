@@ -25,20 +25,20 @@ INNER = ("auto", "admm", "newton", "newton-cg")
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
 #: d(d+1)/2 floats a client and round, stays below 1 MB)
 AUTO_NEWTON_MAX_DIM = 500
-#: β when none is given: the ADMM's rounds grow only like log β while its outer
-#: iterations fall with β (measured: NP breast-cancer n = 20, 981 rounds at β = 500,
-#: 772 at 2000); the Newton methods raise β themselves (``beta_max``)
-DEFAULT_BETA = {"admm": 2000.0, "newton": 100.0, "newton-cg": 100.0, None: 100.0}
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
 
 #: the options of the proximal AL methods and their defaults, by who uses them
-OUTER_OPTIONS = dict(beta=None, max_outer=200, s_bar=1e-2, tau_decay=0.2, tau_rel=0.1)
-ADMM_OPTIONS = dict(rho="auto", adaptive_rho=True, max_inner=10000, local_max_iter=100,
-                    local_solver="newton")
-NEWTON_OPTIONS = dict(max_inner=10000, beta_max=1e4)
-#: every option of ``fedproxal`` with its default
-PROXAL_OPTIONS = dict(OUTER_OPTIONS, inner="auto", **ADMM_OPTIONS)
+#: (β: the ADMM's rounds grow only like log β while its outer iterations fall with β,
+#: measured on NP breast-cancer n = 20: 981 rounds at β = 500, 772 at 2000; the Newton
+#: methods start lower and raise β themselves up to ``beta_max``)
+OUTER_OPTIONS = dict(max_outer=200, s_bar=1e-2, tau_decay=0.2, tau_rel=0.1)
+ADMM_OPTIONS = dict(beta=2000.0, rho="auto", adaptive_rho=True, max_inner=10000,
+                    local_max_iter=100, local_solver="newton")
+NEWTON_OPTIONS = dict(beta=100.0, max_inner=10000, beta_max=1e4)
+#: every option of ``fedproxal`` with its default (β and ``max_inner`` those of the
+#: Newton methods, which ``inner="auto"`` runs up to d = 500)
+PROXAL_OPTIONS = {**OUTER_OPTIONS, "inner": "auto", **ADMM_OPTIONS, **NEWTON_OPTIONS}
 
 
 def choose_inner(dim, regularizer):
@@ -170,8 +170,6 @@ def settings_for(method, options, problem):
                                          if method == "fedproxal" else "")
         raise TypeError(f"solve() got options that do not apply to {where}: {unknown}")
     s = dict(allowed, **{k: v for k, v in options.items() if k != "inner"})
-    if s["beta"] is None:
-        s["beta"] = DEFAULT_BETA[inner if method == "fedproxal" else None]
     s["beta"] = positive(s["beta"], "beta")
     if "beta_max" in s:
         s["beta_max"] = positive(s["beta_max"], "beta_max")

@@ -86,13 +86,17 @@ def party_residuals(party, w, mult, atol=0.0):
         g = g + Jc.T @ mu
     if h.size:
         g = g + party.h_jac(w).T @ nu
-    hinf = float(np.max(np.abs(h), initial=0.0))
-    feas = max(float(np.max(c, initial=0.0)), hinf)
+    feas = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
     compl = float(np.max(np.abs(np.minimum(mu, -c)), initial=0.0))
+    return g, feas, compl, definition1(c, h, mu, atol)
+
+
+def definition1(c, h, mu, atol=0.0):
+    """Definition 1's residual of one owner from its constraint values: |cⱼ| where
+    μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
     cone = np.where(mu > atol, np.abs(c), np.maximum(c, 0.0))
     cone = np.where(mu < -atol, np.inf, cone)
-    def1 = max(float(np.max(cone, initial=0.0)), hinf)
-    return g, feas, compl, def1
+    return max(float(np.max(cone, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
 
 
 def kkt(problem, w, multipliers=None, atol=0.0):

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kkt import party_residuals
+from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
 from ..solvers.local import minimize_smooth
@@ -215,16 +215,10 @@ def _spectral(state, w):
 
 
 def _definition1(term, w):
-    """The owner's Definition-1 residual at (w, μ⁺) with the multipliers step 3 would
-    give it at w: max over its rows of |cⱼ| (μ⁺ⱼ > 0) or [cⱼ]₊, and |hⱼ|."""
-    party, out = term.party, 0.0
-    if party.n_ineq:
-        c = party.c_value(w)
-        mu = np.maximum(term.mu + term.beta * c, 0.0)
-        out = float(np.max(np.where(mu > 0, np.abs(c), np.maximum(c, 0.0))))
-    if party.n_eq:
-        out = max(out, float(np.max(np.abs(party.h_value(w)))))
-    return out
+    """The owner's Definition-1 residual at (w, μ⁺), μ⁺ the multipliers step 3 would give
+    it at w."""
+    c, h = term.party.c_value(w), term.party.h_value(w)
+    return definition1(c, h, term.step3(c, h)[0])
 
 
 @handles(M.ADMM_STEP)

@@ -58,8 +58,7 @@ class ADMMState:
     rho: np.ndarray         # (blocks,): the blocks' ρᵢ
     iterations: int = 0     # rounds done in this subproblem
     certificate: float = np.inf
-    kkt_bound: float = np.inf  # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β, and maxᵢ κᵢ: the early stop
-    kappa: float = np.inf
+    early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
 
 
@@ -124,12 +123,11 @@ class ADMM:
             if not np.isfinite(cert):
                 raise NonFiniteIterate(f"non-finite stationarity shares in round {s.iterations + 1}")
             s.certificate = cert
-            s.kkt_bound = cert + float(np.max(np.abs(w - s.wk))) / beta
-            s.kappa = max(r["kappa"] for r in replies)
+            s.early = (cert + float(np.max(np.abs(w - s.wk))) / beta <= eps1
+                       and max(r["kappa"] for r in replies) <= eps2)
             s.v = np.array([r["v"] for r in replies])
             s.rho = np.array([r["rho"] for r in replies])
             s.w, s.iterations = w, s.iterations + 1
-            s.done = (s.certificate <= s.tau                             # (23), aggregated
-                      or (s.kkt_bound <= eps1 and s.kappa <= eps2))      # early stop
+            s.done = s.certificate <= s.tau or s.early                  # (23), aggregated
         s.done = True
-        return s.w, s.certificate <= s.tau or (s.kkt_bound <= eps1 and s.kappa <= eps2)
+        return s.w, s.certificate <= s.tau or s.early

@@ -82,10 +82,13 @@ class AugmentedTerm:
         return Hv
 
     def new_multipliers(self, w):
-        """Step 3 of Algorithm 1: ``μ⁺ = [μ + βc(w)]₊``, ``ν⁺ = ν + βh(w)``."""
-        mu = np.maximum(self.mu + self.beta * self.party.c_value(w), 0.0)
-        nu = self.nu + self.beta * self.party.h_value(w)
-        return mu, nu
+        """Step 3 of Algorithm 1 at w (see :meth:`step3`)."""
+        return self.step3(self.party.c_value(w), self.party.h_value(w))
+
+    def step3(self, c, h):
+        """Step 3 of Algorithm 1 from the constraint values c = cᵢ(w), h = hᵢ(w):
+        ``μ⁺ = [μ + βc]₊``, ``ν⁺ = ν + βh``."""
+        return np.maximum(self.mu + self.beta * c, 0.0), self.nu + self.beta * h
 
 
 def plus_quadratic(fun, alpha, center):

@@ -140,7 +140,7 @@ class Newton:
             if s.g is None or (s.H is None and not self.cg):   # evaluate at x
                 replies = fed.broadcast(self.start_type, {"w": s.x, "order": self.order},
                                         include_server=True)
-                self._take(s, replies, s.x, beta, hessian=not self.cg)
+                self._take(s, replies, s.x, beta, hessian=self.order == 2)
                 continue
             if s.z is None:
                 s.z, s.slope = self._step(fed, s, beta)

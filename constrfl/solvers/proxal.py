@@ -110,6 +110,7 @@ def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, tau
         tau, iterations, beta = s.inner.tau, s.inner.iterations, s.beta
         certificate = s.inner.certificate
         following_beta = next_beta(s.history, beta, beta_max, eps2)
+        # τ_{k+1} depends on this round's KKT residuals (tau_rel): set once they are in
         replies, following = _start(fed, inner, k + 1, w_new, following_beta, np.nan,
                                     update=True, previous=s.inner)
         kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
