@@ -27,14 +27,29 @@ class LocalResult:
     converged: bool
 
 
-def newton_direction(H, g):
-    """Solve ``H d = −g`` for a symmetric H ⪰ 0, regularizing if H is singular."""
+def _is_positive_definite(H):
     try:
-        return np.linalg.solve(H, -g)
+        np.linalg.cholesky(H)
+        return True
     except np.linalg.LinAlgError:
-        lam, V = np.linalg.eigh(H)
-        lam = np.maximum(lam, 1e-12 * max(1.0, np.abs(lam).max()))
-        return -V @ ((V.T @ g) / lam)
+        return False
+
+
+def positive_model(H, floor):
+    """``(λ, V)`` with ``V diag(λ) Vᵀ`` the model Hessian of a Newton step: H's own
+    eigenpairs when H ≻ 0, else its eigenvalues replaced by ``max(|λ|, floor·max|λ|)``
+    (modified Newton, Nocedal & Wright §3.4): a nonconvex problem's indefinite H gives a
+    descent step, at the scale of H, instead of an ascent or a huge one."""
+    lam, V = np.linalg.eigh(H)
+    return np.maximum(np.abs(lam), floor * max(1.0, float(np.abs(lam).max()))), V
+
+
+def newton_direction(H, g):
+    """``d = −H⁻¹g`` for H ≻ 0, else with the model of :func:`positive_model`."""
+    if _is_positive_definite(H):
+        return np.linalg.solve(H, -g)
+    lam, V = positive_model(H, 1e-12)
+    return -V @ ((V.T @ g) / lam)
 
 
 def accept_step(f_new, f, slope, t, r_new, r):
@@ -91,9 +106,11 @@ def prox_newton_point(x, g, H, P, tol, max_iter=20000):
     """``argmin_z gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)`` by ADMM on the splitting y = z:
     y-step solves (H + σI)y = Hx − g + σ(z − q) (eigendecomposition of H, done once),
     z-step is ``prox_{P/σ}``.  σ = √(λmin λmax) balances the model's conditioning.
-    Returns z (it carries P's exact structure) once its model residual is ≤ tol."""
-    lam, V = np.linalg.eigh(H)
-    lam = np.maximum(lam, 1e-14 * max(lam.max(), 1.0))
+    Returns z (it carries P's exact structure) once its model residual is ≤ tol.
+    An indefinite H is replaced by its :func:`positive_model`, so z − x is a descent
+    step of the composite function."""
+    lam, V = positive_model(H, 1e-14)
+    H = (V * lam) @ V.T
     sigma = float(np.sqrt(lam.min() * lam.max()))
     base = H @ x - g
     z, q = x.copy(), np.zeros_like(x)
