@@ -34,7 +34,7 @@ BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada",
 #: methods start lower and raise β themselves up to ``beta_max``)
 OUTER_OPTIONS = dict(max_outer=200, s_bar=1e-2, tau_decay=0.2, tau_rel=0.1)
 ADMM_OPTIONS = dict(beta=2000.0, rho="auto", adaptive_rho=True, max_inner=10000,
-                    local_max_iter=100, local_solver="newton")
+                    local_max_iter=100, local_solver="auto")
 NEWTON_OPTIONS = dict(beta=100.0, max_inner=10000, beta_max=1e4)
 #: every option of ``fedproxal`` with its default (β and ``max_inner`` those of the
 #: Newton methods, which ``inner="auto"`` runs up to d = 500)
@@ -115,7 +115,9 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
         :mod:`constrfl.solvers.admm`; ``False`` keeps ρᵢ fixed, as in the paper [True].
     local_max_iter : iterations per local solve [100].
     local_solver : the clients' solver for (19): ``"newton"`` (semismooth Newton with a
-        line search; L-BFGS for functions without Hessians) or ``"lbfgs"`` [``"newton"``].
+        line search; L-BFGS for functions without Hessians), ``"lbfgs"``, or ``"auto"``:
+        newton up to d = ``AUTO_NEWTON_MAX_DIM``, lbfgs above (no dense d×d Hessian)
+        [``"auto"``].
 
     An option that does not apply to the method (or inner solver) is a TypeError.
     ``status`` is ``"optimal"`` only when the KKT residuals, computed by the owners at
@@ -181,9 +183,11 @@ def settings_for(method, options, problem):
     for name in ("max_outer", "max_inner") + (("local_max_iter",) if "rho" in s else ()):
         s[name] = count(s[name], name)
     if "rho" in s:
-        if s["local_solver"] not in ("newton", "lbfgs"):
-            raise ValueError(f"local_solver must be 'newton' or 'lbfgs', got "
+        if s["local_solver"] not in ("auto", "newton", "lbfgs"):
+            raise ValueError(f"local_solver must be 'auto', 'newton' or 'lbfgs', got "
                              f"{s['local_solver']!r}")
+        if s["local_solver"] == "auto":        # no dense d×d Hessians above the limit
+            s["local_solver"] = "newton" if problem.dim <= AUTO_NEWTON_MAX_DIM else "lbfgs"
         if not isinstance(s["adaptive_rho"], (bool, np.bool_)):
             raise TypeError(f"adaptive_rho must be True or False, got {s['adaptive_rho']!r}")
     if method == "fedproxal":

@@ -140,8 +140,9 @@ def _dense_add_outer_upper(c, x, H):
     d = x.shape[0]
     for a in range(d):
         ca = c * x[a]
-        for b in range(a, d):
-            H[a, b] += ca * x[b]
+        Ha, xa = H[a, a:], x[a:]   # 1-D views: the loop vectorizes (3-4x at d >= 100)
+        for b in range(d - a):
+            Ha[b] += ca * xa[b]
 
 
 def _csr_add_outer_upper(c, x, H):

@@ -66,14 +66,15 @@ def test_first_penalty_is_the_geometric_mean_of_the_curvature():
 
 def test_spectral_rule_every_five_rounds():
     """ρᵢ changes only every ``SPECTRAL_EVERY`` rounds, to ρ^(1−a)·r^a with
-    r = ‖Δλᵢ‖₂/‖Δw‖₂ over those rounds (computed here from the states)."""
+    r = ‖Δλᵢ‖₂/‖Δw‖₂ over those rounds (computed here from the states) and the weight
+    of the j-th change a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²)."""
     client = np_problem(3).clients[0]
     rng = np.random.default_rng(4)
     wk = np.full(client.objective.dim, 0.1)
     _, state = started(client, wk, adaptive=True)
     every, a = handlers.SPECTRAL_EVERY, handlers.SPECTRAL_WEIGHT
     seen = []
-    for t in range(2 * every + 1):
+    for t in range(3 * every + 1):
         w = wk + 0.05 * rng.standard_normal(wk.size)
         seen.append((w, state["lam"], state["rho"]))
         reply, state = dispatch("admm.step", {"w": w, "tol": 1e-8}, state, Site(client))
@@ -82,7 +83,8 @@ def test_spectral_rule_every_five_rounds():
         elif t:
             (w0, lam0, _), rho = seen[t - every], seen[-1][2]
             r = np.linalg.norm(seen[-1][1] - lam0) / np.linalg.norm(w - w0)
-            assert np.isclose(reply["rho"], rho ** (1 - a) * r ** a, rtol=1e-12)
+            aj = a / (1 + (t // every - 1) ** 2 / handlers.SPECTRAL_HORIZON ** 2)
+            assert np.isclose(reply["rho"], rho ** (1 - aj) * r ** aj, rtol=1e-12)
             assert reply["rho"] != rho
 
 

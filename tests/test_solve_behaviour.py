@@ -200,6 +200,17 @@ def test_lbfgs_local_solver_matches_newton():
     assert np.max(np.abs(a.w - b.w)) <= 1e-5
 
 
+@pytest.mark.parametrize("extra, expected", [(0, "newton"), (1, "lbfgs")])
+def test_local_solver_auto_forms_no_dense_hessian_above_the_limit(extra, expected):
+    from constrfl.api import AUTO_NEWTON_MAX_DIM
+    d = AUTO_NEWTON_MAX_DIM + extra
+    p = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(d)), name="a")])
+    res = cf.solve(p, inner="admm", max_outer=1)
+    assert res.settings["local_solver"] == expected
+    assert cf.solve(p, inner="admm", local_solver="newton", max_outer=1) \
+        .settings["local_solver"] == "newton"
+
+
 def test_certify_refuses_what_it_cannot_check():
     f = fn.Custom(lambda w: 0.5 * w @ w, lambda w: w, dim=2)
     p = cf.Problem([cf.Client(objective=f, name="custom")])

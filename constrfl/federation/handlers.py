@@ -145,9 +145,10 @@ def kkt_report(msg, state, site):
 # -- Algorithm 2, a block's side -----------------------------------------------------------
 
 #: the block's penalty rule (docs/algorithms.md §4): every ``SPECTRAL_EVERY`` rounds
-#: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``; (19) solved to
+#: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²) at the
+#: j-th change (summable: ρᵢ settles); (19) solved to
 #: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000)
-SPECTRAL_EVERY, SPECTRAL_WEIGHT, LOCAL_FRACTION = 5, 0.3, 0.1
+SPECTRAL_EVERY, SPECTRAL_WEIGHT, SPECTRAL_HORIZON, LOCAL_FRACTION = 5, 0.3, 20, 0.1
 
 _EIGEN = weakref.WeakKeyDictionary()     # party -> ((beta, gamma), (Q, eigenvalues))
 
@@ -202,16 +203,20 @@ def admm_start(msg, state, site):
 def _spectral(state, w):
     """The block's penalty rule: rᵢ = ‖λᵢ − λᵢʳᵉᶠ‖₂/‖w − wʳᵉᶠ‖₂ over the last
     ``SPECTRAL_EVERY`` rounds (the curvature its dual sees along the server's motion),
-    ρᵢ ← ρᵢ^(1−a) rᵢ^a; returns (ρᵢ, state changes)."""
+    ρᵢ ← ρᵢ^(1−a) rᵢ^a with a weight a that decays with the number of changes so far
+    (bounded total change); returns (ρᵢ, state changes)."""
     rho, age = state["rho"], state["age"]
     if "w_ref" in state and age < SPECTRAL_EVERY:
         return rho, {"age": age + 1}
+    updates = state.get("updates", 0)
     if "w_ref" in state:
         dw = float(np.linalg.norm(w - state["w_ref"]))
         r = float(np.linalg.norm(state["lam"] - state["lam_ref"])) / dw if dw > 0 else 0.0
         if np.isfinite(r) and r > 0:
-            rho = float(rho ** (1.0 - SPECTRAL_WEIGHT) * r ** SPECTRAL_WEIGHT)
-    return rho, {"w_ref": w, "lam_ref": state["lam"], "age": 1}
+            a = SPECTRAL_WEIGHT / (1.0 + (updates / SPECTRAL_HORIZON) ** 2)
+            rho = float(rho ** (1.0 - a) * r ** a)
+            updates += 1
+    return rho, {"w_ref": w, "lam_ref": state["lam"], "age": 1, "updates": updates}
 
 
 def _definition1(term, w):

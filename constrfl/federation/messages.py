@@ -76,18 +76,21 @@ def trial_points(msg):
 
 @functools.lru_cache(maxsize=8)
 def _upper(d):
-    return np.triu_indices(d)
+    """Flat indices of the upper triangle of a (d, d) matrix, row by row, and of its
+    transpose (the same entries of the lower triangle)."""
+    a, b = np.triu_indices(d)
+    return a * d + b, b * d + a
 
 
 def pack_upper(H):
     """The upper triangle of a symmetric matrix, row by row (d(d+1)/2 floats)."""
-    return H[_upper(H.shape[0])]
+    return np.ascontiguousarray(H).ravel().take(_upper(H.shape[0])[0])
 
 
 def unpack_upper(tri, d):
     """The symmetric (d, d) matrix whose upper triangle ``tri`` is."""
-    H = np.empty((d, d))
-    iu = _upper(d)
-    H[iu] = tri
-    H.T[iu] = tri
-    return H
+    H = np.empty(d * d)
+    upper, lower = _upper(d)
+    H[upper] = tri
+    H[lower] = tri
+    return H.reshape(d, d)

@@ -23,7 +23,8 @@ measured (docs/algorithms.md §4):
   measures about its own φᵢ: every 5 rounds rᵢ = ‖Δλᵢ‖/‖Δw‖ (the curvature its dual
   sees along the server's motion: the spectral-radius approximation of McCann &
   Wohlberg, 2024, node by node as in Xu et al.'s adaptive consensus ADMM, ICML 2017),
-  and ρᵢ ← ρᵢ^0.7·rᵢ^0.3 (a geometric relaxation: bounded changes keep it stable).  The
+  and ρᵢ ← ρᵢ^(1−a)·rᵢ^a, a = 0.3/(1 + (j/20)²) at its j-th change (a geometric
+  relaxation with summable weights: the total change is bounded, ρᵢ settles).  The
   first ρᵢ is det(∇²φᵢ(w⁰))^(1/d).  Both are homogeneous of degree one in the block's
   curvature: scaling one client's data scales its ρᵢ, not anyone else's rounds.
 * **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, 0.1·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at least τ/1000), an

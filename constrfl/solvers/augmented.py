@@ -49,7 +49,11 @@ class AugmentedTerm:
                 if H is not None:
                     JA = J[p > 0]
                     Hc = party.c_hess(w, p)
-                    H = None if Hc is None else H + beta * (JA.T @ JA) + Hc
+                    if Hc is None:
+                        H = None
+                    else:                     # H is this call's own array: added in place
+                        H += beta * (JA.T @ JA)
+                        H += Hc
         if party.n_eq:
             r = self.nu + beta * party.h_value(w)
             val += (r @ r) / (2 * beta)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 
 
@@ -27,14 +28,6 @@ class LocalResult:
     converged: bool
 
 
-def _is_positive_definite(H):
-    try:
-        np.linalg.cholesky(H)
-        return True
-    except np.linalg.LinAlgError:
-        return False
-
-
 def positive_model(H, floor):
     """``(λ, V)`` with ``V diag(λ) Vᵀ`` the model Hessian of a Newton step: H's own
     eigenpairs when H ≻ 0, else its eigenvalues replaced by ``max(|λ|, floor·max|λ|)``
@@ -45,9 +38,14 @@ def positive_model(H, floor):
 
 
 def newton_direction(H, g):
-    """``d = −H⁻¹g`` for H ≻ 0, else with the model of :func:`positive_model`."""
-    if _is_positive_definite(H):
-        return np.linalg.solve(H, -g)
+    """``d = −H⁻¹g`` for H ≻ 0 (Cholesky), else with the model of :func:`positive_model`."""
+    if not np.all(np.isfinite(H)):
+        return np.full_like(g, np.nan)       # the caller reports the non-finite step
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), -g,
+                                      check_finite=False)
+    except np.linalg.LinAlgError:
+        pass
     lam, V = positive_model(H, 1e-12)
     return -V @ ((V.T @ g) / lam)
 
