@@ -169,16 +169,22 @@ class Party:
     def c_hess(self, w, y):
         """``Σⱼ yⱼ ∇²cⱼ(w)`` over the stacked inequality rows (None if a constraint
         with a nonzero weight has no Hessian)."""
-        H, start, d = 0.0, 0, w.size
+        H, start, d = None, 0, w.size
         for k, (c, m) in enumerate(zip(self.constraints, self.ineq_sizes)):
-            yc = y[start] if c.size is None else y[start:start + m]
+            if c.size is None:
+                yc = float(y[start])
+                active = yc != 0.0
+            else:
+                yc = y[start:start + m]
+                active = yc.any()
             start += m
-            if np.any(yc != 0) and not c.is_affine:
+            if active and not c.is_affine:
                 Hc = _call(f"constraints[{k}]", c, "hess", w, yc)
                 if Hc is None:
                     return None
-                H = H + _checked(f"constraints[{k}]", "Hessian", Hc, (d, d))
-        return H
+                Hc = _checked(f"constraints[{k}]", "Hessian", Hc, (d, d))
+                H = Hc if H is None else H + Hc
+        return 0.0 if H is None else H
 
     def h_value(self, w):
         if not self.equalities:
