@@ -30,9 +30,10 @@ def phi_of(client, state, wk):
 
 def test_quadratic_local_step_is_exact():
     """With φᵢ quadratic, (19) is one solve with the cached eigendecomposition of ∇²φᵢ;
-    its result makes the gradient of φᵢ + ⟨λ, u − w⟩ + ρ/2‖u − w‖² vanish to rounding
-    for two ρ values (no refactoring when ρ changes), and eᵢ uses the ρᵢ, uᵢ, λᵢ the
-    server's step used."""
+    its result makes the gradient of φᵢ + ⟨λ, u − ŵ⟩ + ρ/2‖u − ŵ‖² vanish to rounding
+    (ŵ = a·w + (1 − a)·uᵢ the over-relaxed point, a = ``RELAXATION``) for two ρ values
+    (no refactoring when ρ changes), λ moves by ρ(u − ŵ), and eᵢ uses the ρᵢ, uᵢ, λᵢ
+    the server's step used."""
     client = lcqp_problem().clients[0]
     rng = np.random.default_rng(0)
     wk = rng.standard_normal(client.objective.dim)
@@ -44,10 +45,13 @@ def test_quadratic_local_step_is_exact():
         w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
         reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
         assert reply["rho"] == rho == state["rho"]                      # not adaptive
-        sub = plus_quadratic(phi, rho, w - lam / rho)
+        a = handlers.RELAXATION
+        w_hat = a * w + (1 - a) * u
+        sub = plus_quadratic(phi, rho, w_hat - lam / rho)
         g = sub(state["u"], 1)[1]
         assert np.max(np.abs(g)) <= 1e-9 * max(1.0, np.max(np.abs(sub(w, 1)[1])))
-        assert np.allclose(state["lam"], lam + rho * (state["u"] - w), rtol=0, atol=1e-12)
+        assert np.allclose(state["lam"], lam + rho * (state["u"] - w_hat), rtol=0,
+                           atol=1e-12)
         assert np.allclose(reply["e"], phi(w, 1)[1] + lam - rho * (w - u), rtol=0,
                            atol=1e-12)
         assert np.allclose(reply["v"], state["u"] + state["lam"] / rho, rtol=0, atol=1e-12)
@@ -127,6 +131,8 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     w = wk + 0.1
     reply, new = dispatch("admm.step", {"w": w, "tol": 1e-6}, state, Site(client))
     phi = phi_of(client, state, wk)
-    sub = plus_quadratic(phi, new["rho"], w - state["lam"] / new["rho"])
+    a = handlers.RELAXATION
+    w_hat = a * w + (1 - a) * state["u"]
+    sub = plus_quadratic(phi, new["rho"], w_hat - state["lam"] / new["rho"])
     g = np.max(np.abs(sub(new["u"], 1)[1]))
     assert 1e-12 < g <= 1e-5          # iterative: small, but not solved to rounding

@@ -23,8 +23,9 @@ docs/algorithms.md):
   φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
   and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ), else (uᵢ, λᵢ, ρᵢ) carry over (empty reply).
 * ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the ρᵢ the server used), the
-  block's next ρᵢ (spectral rule), (19) to a tolerance relative to the server's
-  motion, (20).  Reply: eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
+  block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
+  ŵ = a·w + (1 − a)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
+  eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
 * ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
@@ -147,8 +148,10 @@ def kkt_report(msg, state, site):
 #: the block's penalty rule (docs/algorithms.md §4): every ``SPECTRAL_EVERY`` rounds
 #: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²) at the
 #: j-th change (summable: ρᵢ settles); (19) solved to
-#: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000)
+#: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000); (19) and (20) at
+#: ŵ = a·w + (1 − a)·uᵢ, a = ``RELAXATION`` (over-relaxation, Boyd et al. §3.4.3)
 SPECTRAL_EVERY, SPECTRAL_WEIGHT, SPECTRAL_HORIZON, LOCAL_FRACTION = 5, 0.3, 20, 0.1
+RELAXATION = 1.5
 
 _EIGEN = weakref.WeakKeyDictionary()     # party -> ((beta, gamma), (Q, eigenvalues))
 
@@ -229,8 +232,8 @@ def _definition1(term, w):
 @handles(M.ADMM_STEP)
 def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
-    to the relative tolerance and (20).  Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the
-    Definition-1 residual κᵢ at (w, μ⁺)."""
+    to the relative tolerance and (20), both at the over-relaxed ŵ = a·w + (1 − a)·uᵢ.
+    Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺)."""
     party, w, tau = site.party, msg["w"], msg["tol"]
     u, lam, rho = state["u"], state["lam"], state["rho"]
     term = _term(state, party)
@@ -244,14 +247,19 @@ def admm_step(msg, state, site):
     if "w_last" in state:
         step = float(np.max(np.abs(w - state["w_last"])))
         tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
-    if _exact(state, party):     # one Newton step from w, where ∇sub(w) = ∇φᵢ(w) + λᵢ
+    a = RELAXATION
+    w_hat = w if a == 1.0 else a * w + (1.0 - a) * u    # ŵ
+    if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
         Q, eig = _eigen(party, state, phi)
-        u = w - Q @ ((Q.T @ (grad_w + lam)) / (eig + rho))
+        qg = Q.T @ (grad_w + lam)
+        if w_hat is not w:
+            qg = qg + eig * (Q.T @ (w_hat - w))
+        u = w_hat - Q @ (qg / (eig + rho))
     else:
-        sub = plus_quadratic(phi, rho, w - lam / rho)   # φᵢ + ⟨λ, u−w⟩ + ρ/2‖u−w‖²
+        sub = plus_quadratic(phi, rho, w_hat - lam / rho)  # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖²
         u = minimize_smooth(sub, u, tol, state["local_max_iter"],
                             state["local_hessian"]).x
-    lam = lam + rho * (u - w)                            # (20)
+    lam = lam + rho * (u - w_hat)                        # (20)
     reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": _definition1(term, w)}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
 

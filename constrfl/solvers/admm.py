@@ -27,6 +27,9 @@ measured (docs/algorithms.md §4):
   relaxation with summable weights: the total change is bounded, ρᵢ settles).  The
   first ρᵢ is det(∇²φᵢ(w⁰))^(1/d).  Both are homogeneous of degree one in the block's
   curvature: scaling one client's data scales its ρᵢ, not anyone else's rounds.
+* **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
+  ŵ = 1.5·wᵗ⁺¹ − 0.5·uᵢᵗ instead of wᵗ⁺¹ (Boyd et al. 2011, §3.4.3).  The certificate
+  is unchanged: it needs only that eᵢ uses the vᵢ the w-step used.
 * **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, 0.1·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at least τ/1000), an
   error that follows the ADMM's own progress (summable, Eckstein & Bertsekas 1992).
 * **Warm start.**  The first subproblem starts cold (λᵢ = 0, uᵢ = w⁰); later ones keep
