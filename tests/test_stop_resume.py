@@ -72,6 +72,53 @@ def test_time_limit_inside_the_inner_loop():
     assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
 
 
+class SlowOnce:
+    """A client objective (logistic) whose gradient takes ``pause`` seconds at its
+    ``at``-th evaluation: a round that outlasts max_time."""
+
+    def __init__(self, f, at, pause):
+        self.f, self.at, self.pause, self.calls = f, at, pause, 0
+        self.fn = cf.functions.Custom(f.value, self.grad, f.hess, dim=f.dim)
+
+    def grad(self, w):
+        self.calls += 1
+        if self.calls == self.at:
+            time.sleep(self.pause)
+        return self.f.grad(w)
+
+
+def test_time_limit_inside_a_round():
+    """max_time is also checked between the clients of a round: once it has run out
+    during one client's turn the others are not asked, the round is not counted, and
+    the result (the clients who answered keep their replies) resumes bit for bit."""
+    def problem():
+        p = np_problem(4, 0.4, rows=200)
+        slow = SlowOnce(p.clients[0].objective, at=3, pause=0.5)
+        p.clients[0] = cf.Client(objective=slow.fn, constraints=p.clients[0].constraints,
+                                 name=p.clients[0].name)
+        later = [p.clients[i].objective for i in (1, 2, 3)]
+        calls = [0, 0, 0]
+
+        def counted(i):
+            def grad(w):
+                calls[i] += 1
+                return later[i].grad(w)
+            return cf.functions.Custom(later[i].value, grad, later[i].hess, dim=later[i].dim)
+        for i in (1, 2, 3):
+            c = p.clients[i]
+            p.clients[i] = cf.Client(objective=counted(i - 1), constraints=c.constraints,
+                                     name=c.name)
+        return p, slow, calls
+    opts = dict(inner="newton")
+    full = cf.solve(problem()[0], **opts)
+    p, slow, calls = problem()
+    res = cf.solve(p, max_time=0.3, **opts)
+    assert res.status == "time_limit" and slow.calls == 3
+    assert calls == [2, 2, 2]          # the slow client's third round reached no one else
+    again = cf.solve(p, resume=res)
+    same(again, full)
+
+
 @pytest.mark.parametrize("variant", ["admm", "newton", "fedavg"])
 def test_saved_max_outer_result_resumes_in_a_fresh_process(variant, tmp_path):
     """Stopped by max_outer=3 (rounds=10 for a baseline), saved, loaded and resumed in

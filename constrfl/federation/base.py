@@ -56,7 +56,7 @@ class Federation:
         ``counted=False``: an observer's message, outside the method's traffic."""
         if self.interrupted:
             raise SolveStop("interrupted (Ctrl-C)", st.INTERRUPTED)
-        if self.deadline is not None and time.perf_counter() > self.deadline:
+        if self.past_deadline():
             raise SolveStop("max_time reached", st.TIME_LIMIT)
         check_payload(payload)
         names = self.clients if to is None else [c for c in self.clients if c in set(to)]
@@ -82,6 +82,10 @@ class Federation:
         if own is not None:
             out["server"] = own
         return out
+
+    def past_deadline(self):
+        """Whether ``max_time`` has run out (a backend also checks it inside a round)."""
+        return self.deadline is not None and time.perf_counter() > self.deadline
 
     # -- what a backend implements --------------------------------------------------
     def _exchange(self, seq, message_type, payloads):

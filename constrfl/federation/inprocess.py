@@ -5,6 +5,8 @@ messages, the same counted traffic and bit-identical results as the Flower backe
 """
 from __future__ import annotations
 
+from .. import status as st
+from ..errors import SolveStop
 from .base import Federation
 from .handlers import Site
 from .runtime import PartyRuntime
@@ -29,7 +31,14 @@ class InProcessFederation(Federation):
         super().__init__(list(self.runtimes), own, counted)
 
     def _exchange(self, seq, message_type, payloads):
-        return {n: self.runtimes[n].call(seq, message_type, p) for n, p in payloads.items()}
+        """The clients in turn; once ``max_time`` has run out, the rest of the round is
+        not run (those who answered keep their reply cached for a resume)."""
+        out = {}
+        for n, p in payloads.items():
+            out[n] = (SolveStop("max_time reached (during a round)", st.TIME_LIMIT)
+                      if out and self.past_deadline()
+                      else self.runtimes[n].call(seq, message_type, p))
+        return out
 
     def snapshot(self):
         out = {n: r.snapshot() for n, r in self.runtimes.items()}

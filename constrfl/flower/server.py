@@ -163,7 +163,7 @@ class FlowerFederation(Federation):
             if self.interrupted:
                 return dict(out, **{n: SolveStop("interrupted (Ctrl-C)", st.INTERRUPTED)
                                     for n in pending})
-            if self.deadline is not None and time.perf_counter() > self.deadline:
+            if self.past_deadline():
                 return dict(out, **{n: SolveStop("max_time reached", st.TIME_LIMIT)
                                     for n in pending})
             if any(n not in self.nodes or (n in due and now >= due[n]) for n in pending):
