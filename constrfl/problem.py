@@ -440,7 +440,8 @@ def _call(slot, f, method, *args):
 
 def _checked(slot, what, a, shape):
     """``a`` as a float64 array of ``shape``: a wrong shape is a client_error, a NaN or
-    inf a numerical_error, both naming the slot.  (Hot path: one dot product decides
+    inf a numerical_error, both naming the slot.  (Hot path: one sum (not a BLAS dot,
+    which starts threads on a Hessian) decides
     that every entry is finite; the exact test runs only when it overflows.)"""
     if type(a) is not np.ndarray or a.dtype != _FLOAT64:
         try:
@@ -452,7 +453,7 @@ def _checked(slot, what, a, shape):
         raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {a.shape}, "
                          f"expected {shape}") from ValueError(f"{what} shape {a.shape}")
     flat = a if a.ndim == 1 else a.ravel()
-    if not math.isfinite(flat @ flat) and not np.isfinite(flat).all():
+    if not math.isfinite(flat.sum()) and not np.isfinite(flat).all():
         raise PartyError(st.NUMERICAL_ERROR, slot, f"its {what} contains NaN or inf") \
             from FloatingPointError(f"non-finite {what}")
     return a

@@ -52,7 +52,8 @@ class AugmentedTerm:
                     if Hc is None:
                         H = None
                     else:                     # H is this call's own array: added in place
-                        H += beta * (JA.T @ JA)
+                        # one active row: an outer product (a BLAS gemm would start threads)
+                        H += beta * (np.outer(JA[0], JA[0]) if len(JA) == 1 else JA.T @ JA)
                         H += Hc
         if party.n_eq:
             r = self.nu + beta * party.h_value(w)
