@@ -31,7 +31,7 @@ def phi_of(client, state, wk):
 def test_quadratic_local_step_is_exact():
     """With φᵢ quadratic, (19) is one solve with the cached eigendecomposition of ∇²φᵢ;
     its result makes the gradient of φᵢ + ⟨λ, u − ŵ⟩ + ρ/2‖u − ŵ‖² vanish to rounding
-    (ŵ = a·w + (1 − a)·uᵢ the over-relaxed point, a = ``RELAXATION``) for two ρ values
+    (ŵ = α·w + (1 − α)·uᵢ the over-relaxed point, α = ``RELAXATION``) for two ρ values
     (no refactoring when ρ changes), λ moves by ρ(u − ŵ), and eᵢ uses the ρᵢ, uᵢ, λᵢ
     the server's step used."""
     client = lcqp_problem().clients[0]
@@ -45,8 +45,8 @@ def test_quadratic_local_step_is_exact():
         w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
         reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
         assert reply["rho"] == rho == state["rho"]                      # not adaptive
-        a = handlers.RELAXATION
-        w_hat = a * w + (1 - a) * u
+        alpha = handlers.RELAXATION
+        w_hat = alpha * w + (1 - alpha) * u
         sub = plus_quadratic(phi, rho, w_hat - lam / rho)
         g = sub(state["u"], 1)[1]
         assert np.max(np.abs(g)) <= 1e-9 * max(1.0, np.max(np.abs(sub(w, 1)[1])))
@@ -131,8 +131,8 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     w = wk + 0.1
     reply, new = dispatch("admm.step", {"w": w, "tol": 1e-6}, state, Site(client))
     phi = phi_of(client, state, wk)
-    a = handlers.RELAXATION
-    w_hat = a * w + (1 - a) * state["u"]
+    alpha = handlers.RELAXATION
+    w_hat = alpha * w + (1 - alpha) * state["u"]
     sub = plus_quadratic(phi, new["rho"], w_hat - state["lam"] / new["rho"])
     g = np.max(np.abs(sub(new["u"], 1)[1]))
     assert 1e-12 < g <= 1e-5          # iterative: small, but not solved to rounding

@@ -24,7 +24,7 @@ docs/algorithms.md):
   and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ), else (uᵢ, λᵢ, ρᵢ) carry over (empty reply).
 * ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the ρᵢ the server used), the
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
-  ŵ = a·w + (1 − a)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
+  ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
   eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
@@ -149,7 +149,7 @@ def kkt_report(msg, state, site):
 #: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²) at the
 #: j-th change (summable: ρᵢ settles); (19) solved to
 #: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000); (19) and (20) at
-#: ŵ = a·w + (1 − a)·uᵢ, a = ``RELAXATION`` (over-relaxation, Boyd et al. §3.4.3)
+#: ŵ = α·w + (1 − α)·uᵢ, α = ``RELAXATION`` (over-relaxation, Boyd et al. §3.4.3)
 SPECTRAL_EVERY, SPECTRAL_WEIGHT, SPECTRAL_HORIZON, LOCAL_FRACTION = 5, 0.3, 20, 0.1
 RELAXATION = 1.5
 
@@ -232,7 +232,7 @@ def _definition1(term, w):
 @handles(M.ADMM_STEP)
 def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
-    to the relative tolerance and (20), both at the over-relaxed ŵ = a·w + (1 − a)·uᵢ.
+    to the relative tolerance and (20), both at the over-relaxed ŵ = α·w + (1 − α)·uᵢ.
     Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺)."""
     party, w, tau = site.party, msg["w"], msg["tol"]
     u, lam, rho = state["u"], state["lam"], state["rho"]
@@ -247,8 +247,8 @@ def admm_step(msg, state, site):
     if "w_last" in state:
         step = float(np.max(np.abs(w - state["w_last"])))
         tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
-    a = RELAXATION
-    w_hat = w if a == 1.0 else a * w + (1.0 - a) * u    # ŵ
+    alpha = RELAXATION
+    w_hat = w if alpha == 1.0 else alpha * w + (1.0 - alpha) * u    # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
         Q, eig = _eigen(party, state, phi)
         qg = Q.T @ (grad_w + lam)
