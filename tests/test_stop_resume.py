@@ -72,17 +72,17 @@ def test_time_limit_inside_the_inner_loop():
     assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
 
 
-class SlowOnce:
-    """A client objective (logistic) whose gradient takes ``pause`` seconds at its
-    ``at``-th evaluation: a round that outlasts max_time."""
+class CountedGrad:
+    """A client objective behind a Custom whose gradient counts its calls and takes
+    ``pause`` seconds at call ``pause_at`` (a round that outlasts max_time)."""
 
-    def __init__(self, f, at, pause):
-        self.f, self.at, self.pause, self.calls = f, at, pause, 0
+    def __init__(self, f, pause_at=None, pause=0.0):
+        self.f, self.pause_at, self.pause, self.calls = f, pause_at, pause, 0
         self.fn = cf.functions.Custom(f.value, self.grad, f.hess, dim=f.dim)
 
     def grad(self, w):
         self.calls += 1
-        if self.calls == self.at:
+        if self.calls == self.pause_at:
             time.sleep(self.pause)
         return self.f.grad(w)
 
@@ -93,28 +93,18 @@ def test_time_limit_inside_a_round():
     the result (the clients who answered keep their replies) resumes bit for bit."""
     def problem():
         p = np_problem(4, 0.4, rows=200)
-        slow = SlowOnce(p.clients[0].objective, at=3, pause=0.5)
-        p.clients[0] = cf.Client(objective=slow.fn, constraints=p.clients[0].constraints,
-                                 name=p.clients[0].name)
-        later = [p.clients[i].objective for i in (1, 2, 3)]
-        calls = [0, 0, 0]
-
-        def counted(i):
-            def grad(w):
-                calls[i] += 1
-                return later[i].grad(w)
-            return cf.functions.Custom(later[i].value, grad, later[i].hess, dim=later[i].dim)
-        for i in (1, 2, 3):
-            c = p.clients[i]
-            p.clients[i] = cf.Client(objective=counted(i - 1), constraints=c.constraints,
-                                     name=c.name)
-        return p, slow, calls
+        spies = [CountedGrad(c.objective, *((3, 0.5) if i == 0 else ()))
+                 for i, c in enumerate(p.clients)]
+        p.clients = [cf.Client(objective=s.fn, constraints=c.constraints, name=c.name)
+                     for s, c in zip(spies, p.clients)]
+        return p, spies
     opts = dict(inner="newton")
     full = cf.solve(problem()[0], **opts)
-    p, slow, calls = problem()
+    p, spies = problem()
     res = cf.solve(p, max_time=0.3, **opts)
-    assert res.status == "time_limit" and slow.calls == 3
-    assert calls == [2, 2, 2]          # the slow client's third round reached no one else
+    assert res.status == "time_limit"
+    # the first client's third gradient outlasted max_time: no one else got that round
+    assert [s.calls for s in spies] == [3, 2, 2, 2]
     again = cf.solve(p, resume=res)
     same(again, full)
 

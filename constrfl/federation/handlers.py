@@ -199,7 +199,7 @@ def admm_start(msg, state, site):
         return {}, state
     wk = state["wk"]
     rho = msg["rho"] if "rho" in msg else _first_rho(state, site.party, _phi(state, site.party))
-    state.update(u=wk, lam=np.zeros_like(wk), rho=rho)
+    state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
     return {"v": wk, "rho": rho}, state
 
 
@@ -211,7 +211,7 @@ def _spectral(state, w):
     rho, age = state["rho"], state["age"]
     if "w_ref" in state and age < SPECTRAL_EVERY:
         return rho, {"age": age + 1}
-    updates = state.get("updates", 0)
+    updates = state["updates"]
     if "w_ref" in state:
         dw = float(np.linalg.norm(w - state["w_ref"]))
         r = float(np.linalg.norm(state["lam"] - state["lam_ref"])) / dw if dw > 0 else 0.0
@@ -225,7 +225,7 @@ def _spectral(state, w):
 def _definition1(term, w):
     """The owner's Definition-1 residual at (w, μ⁺), μ⁺ the multipliers step 3 would give
     it at w."""
-    c, h = term.party.c_value(w), term.party.h_value(w)
+    c, h = term.constraint_values(w)
     return definition1(c, h, term.step3(c, h)[0])
 
 
@@ -240,6 +240,7 @@ def admm_step(msg, state, site):
     phi = plus_quadratic(term, state["gamma"], state["wk"])
     grad_w = phi(w, 1)[1]
     e = grad_w + lam - rho * (w - u)                     # (22), with the server's ρᵢ
+    kappa = _definition1(term, w)                        # c(w), h(w) of the line above
     changes = {}
     if state["adaptive"]:
         rho, changes = _spectral(state, w)
@@ -247,20 +248,17 @@ def admm_step(msg, state, site):
     if "w_last" in state:
         step = float(np.max(np.abs(w - state["w_last"])))
         tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
-    alpha = RELAXATION
-    w_hat = w if alpha == 1.0 else alpha * w + (1.0 - alpha) * u    # ŵ
+    w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
         Q, eig = _eigen(party, state, phi)
-        qg = Q.T @ (grad_w + lam)
-        if w_hat is not w:
-            qg = qg + eig * (Q.T @ (w_hat - w))
+        qg = Q.T @ (grad_w + lam) + eig * (Q.T @ (w_hat - w))
         u = w_hat - Q @ (qg / (eig + rho))
     else:
         sub = plus_quadratic(phi, rho, w_hat - lam / rho)  # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖²
         u = minimize_smooth(sub, u, tol, state["local_max_iter"],
                             state["local_hessian"]).x
     lam = lam + rho * (u - w_hat)                        # (20)
-    reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": _definition1(term, w)}
+    reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
 
 

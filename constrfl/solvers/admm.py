@@ -65,6 +65,11 @@ class ADMMState:
     early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
 
+    @property
+    def converged(self):
+        """(23) aggregated, or the early stop."""
+        return self.certificate <= self.tau or self.early
+
 
 class ADMM:
     """Algorithm 2 with the settings of one solve (see the module docstring).
@@ -132,6 +137,6 @@ class ADMM:
             s.v = np.array([r["v"] for r in replies])
             s.rho = np.array([r["rho"] for r in replies])
             s.w, s.iterations = w, s.iterations + 1
-            s.done = s.certificate <= s.tau or s.early                  # (23), aggregated
+            s.done = s.converged
         s.done = True
-        return s.w, s.certificate <= s.tau or s.early
+        return s.w, s.converged

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_NONE = np.zeros(0)        # the values of no constraints (never written to)
+
 
 class AugmentedTerm:
     """``ALᵢ`` of one party at fixed multipliers; evaluated by the party itself.
@@ -23,10 +25,12 @@ class AugmentedTerm:
     def __init__(self, party, beta, mu, nu, objective=True):
         self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
         self.objective = objective
+        self._last = None          # (w, cᵢ(w), hᵢ(w)) of the last evaluation
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
         val, g, H = 0.0, None, None
+        c, h = _NONE, _NONE
         if self.objective:
             if order >= 1:
                 val, g = party.f_value_grad(w)
@@ -56,14 +60,23 @@ class AugmentedTerm:
                         H += beta * (np.outer(JA[0], JA[0]) if len(JA) == 1 else JA.T @ JA)
                         H += Hc
         if party.n_eq:
-            r = self.nu + beta * party.h_value(w)
+            h = party.h_value(w)
+            r = self.nu + beta * h
             val += (r @ r) / (2 * beta)
             if order >= 1:
                 J = party.h_jac(w)
                 g = g + J.T @ r
                 if H is not None:
                     H += beta * (J.T @ J)
+        self._last = w, c, h
         return val, (g if order >= 1 else None), H
+
+    def constraint_values(self, w):
+        """``(cᵢ(w), hᵢ(w))``, taken from the last evaluation when it was at this very
+        array w (no second pass over the constraints' data)."""
+        if self._last is not None and self._last[0] is w:
+            return self._last[1:]
+        return self.party.c_value(w), self.party.h_value(w)
 
     def hessvec(self, w, v):
         """The generalized Hessian times v, without forming it (None when a function
@@ -88,7 +101,7 @@ class AugmentedTerm:
 
     def new_multipliers(self, w):
         """Step 3 of Algorithm 1 at w (see :meth:`step3`)."""
-        return self.step3(self.party.c_value(w), self.party.h_value(w))
+        return self.step3(*self.constraint_values(w))
 
     def step3(self, c, h):
         """Step 3 of Algorithm 1 from the constraint values c = cᵢ(w), h = hᵢ(w):
