@@ -295,3 +295,84 @@ def lsq_hessvec(X, s, v):
         x = _row(X, j)
         _axpy(s[j] * _dot(x, v), x, out)
     return out / np.sum(s)
+
+
+# ---- stacked row losses (constrfl.stacked) ------------------------------------
+@numba.njit(cache=True)
+def stacked_terms(X, y, s, term, logistic, w, grad):
+    """Per term k of stacked row losses: Tₖ = Σ_{j: term[j] = k} s_j ℓ(x_jᵀw; y_j), ℓ the
+    logistic loss if ``logistic[k]`` else ½(z − y)² (s already divided by each term's
+    S); with ``grad`` also ∇Tₖ (rows of G, else G is (K, 0)); and per row ℓ''(x_jᵀw)."""
+    n, d = _shape(X)
+    K = logistic.shape[0]
+    t = np.zeros(K)
+    G = np.zeros((K, d if grad else 0))
+    h = np.ones(n)
+    for j in range(n):
+        x = _row(X, j)
+        k = term[j]
+        z = _dot(x, w)
+        if logistic[k]:
+            loss, r, hj = _logistic_point(z, y[j])
+            h[j] = hj
+        else:
+            r = z - y[j]
+            loss = 0.5 * r * r
+        t[k] += s[j] * loss
+        if grad:
+            _axpy(s[j] * r, x, G[k])
+    return t, G, h
+
+
+@numba.njit(cache=True)
+def stacked_gram(X, s, term, h, b):
+    """Σ_j b[term[j]] s_j h_j x_j x_jᵀ (one pass over the stacked rows)."""
+    n, d = _shape(X)
+    H = np.zeros((d, d))
+    for j in range(n):
+        c = b[term[j]] * s[j] * h[j]
+        if c != 0.0:
+            _add_outer_upper(c, _row(X, j), H)
+    return _finish_sym(H, 1.0)
+
+
+@numba.njit(cache=True)
+def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
+    """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
+    gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
+    whether the value and the sums of gradient and Hessian are finite."""
+    t, G, h = stacked_terms(X, y, s, term, logistic, w, order >= 1)
+    m, K = A.shape
+    d = w.shape[0]
+    c = o.copy()
+    p = np.zeros(m)
+    b = a0.copy()
+    val = o0
+    for k in range(K):
+        val += a0[k] * t[k]
+    for j in range(m):
+        for k in range(K):
+            c[j] += A[j, k] * t[k]
+        p[j] = max(mu[j] + beta * c[j], 0.0)
+        val += p[j] * p[j] / (2.0 * beta)
+        for k in range(K):
+            b[k] += A[j, k] * p[j]
+    g = np.zeros(d if order >= 1 else 0)
+    if order >= 1:
+        for k in range(K):
+            for a in range(d):
+                g[a] += b[k] * G[k, a]
+    if order < 2:
+        return val, g, np.zeros((0, 0)), c, np.isfinite(val + np.sum(g))
+    H = stacked_gram(X, s, term, h, b)
+    gj = np.empty(d)
+    for j in range(m):
+        if p[j] > 0.0:                       # β ∇cⱼ∇cⱼᵀ of an active row
+            gj[:] = 0.0
+            for k in range(K):
+                for a in range(d):
+                    gj[a] += A[j, k] * G[k, a]
+            for a in range(d):
+                for e in range(d):
+                    H[a, e] += beta * (gj[a] * gj[e])     # exactly symmetric
+    return val, g, H, c, np.isfinite(val + np.sum(g) + np.sum(H))

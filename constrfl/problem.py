@@ -11,6 +11,7 @@ that party's behalf (ALGORITHMS.md §1: only party i evaluates fᵢ, cᵢ, hᵢ)
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import numbers
 
@@ -20,6 +21,7 @@ from . import status as st
 from .errors import PartyError
 from .functions import Function
 from .prox import Regularizer, Zero
+from .stacked import StackedRows
 
 __all__ = ["Client", "Server", "Problem", "ServerSide", "ServerView"]
 
@@ -99,6 +101,13 @@ class Party:
         a quadratic (or no) objective, affine equalities, no inequalities."""
         return (not self.constraints
                 and (self.objective is None or self.objective.quadratic))
+
+    @functools.cached_property
+    def stacked(self):
+        """The objective and inequalities as stacked row losses
+        (:class:`~constrfl.stacked.StackedRows`), or None when they are not all
+        combinations of row losses."""
+        return StackedRows.of(self)
 
     # -- evaluation (called on the party's behalf) ------------------------------------
     # Every call of a user function goes through _call and the checks below: an

@@ -71,7 +71,7 @@ def trial_points(msg):
     if "t" not in msg:
         return [w]
     x = msg["x"]
-    return [w] + [x + t * (w - x) for t in msg["t"]]
+    return [w, *(x + np.multiply.outer(msg["t"], w - x))]
 
 
 @functools.lru_cache(maxsize=8)

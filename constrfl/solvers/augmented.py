@@ -29,8 +29,30 @@ class AugmentedTerm:
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
+        fused = None if party.stacked is None else party.stacked.augmented(
+            w, order, beta, self.mu, self.objective)
+        if fused is not None:                 # one pass over the party's rows
+            val, g, H, c = fused
+        else:              # function by function (and the errors naming the slot)
+            val, g, H, c = self._by_function(w, order)
+        h = _NONE
+        if party.n_eq:
+            h = party.h_value(w)
+            r = self.nu + beta * h
+            val += (r @ r) / (2 * beta)
+            if order >= 1:
+                J = party.h_jac(w)
+                g = g + J.T @ r
+                if H is not None:
+                    H += beta * (J.T @ J)
+        self._last = w, c, h
+        return val, (g if order >= 1 else None), H
+
+    def _by_function(self, w, order):
+        """fᵢ + ‖[μ + βcᵢ]₊‖²/2β and its derivatives, one function call at a time."""
+        party, beta = self.party, self.beta
         val, g, H = 0.0, None, None
-        c, h = _NONE, _NONE
+        c = _NONE
         if self.objective:
             if order >= 1:
                 val, g = party.f_value_grad(w)
@@ -59,17 +81,7 @@ class AugmentedTerm:
                         # one active row: an outer product (a BLAS gemm would start threads)
                         H += beta * (np.outer(JA[0], JA[0]) if len(JA) == 1 else JA.T @ JA)
                         H += Hc
-        if party.n_eq:
-            h = party.h_value(w)
-            r = self.nu + beta * h
-            val += (r @ r) / (2 * beta)
-            if order >= 1:
-                J = party.h_jac(w)
-                g = g + J.T @ r
-                if H is not None:
-                    H += beta * (J.T @ J)
-        self._last = w, c, h
-        return val, (g if order >= 1 else None), H
+        return val, g, H, c
 
     def constraint_values(self, w):
         """``(cᵢ(w), hᵢ(w))``, taken from the last evaluation when it was at this very

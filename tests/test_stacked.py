@@ -1,0 +1,85 @@
+"""Stacked row losses (constrfl.stacked): the one-pass AL term equals the term evaluated
+function by function, and parties it cannot take are evaluated as before."""
+import numpy as np
+import pytest
+
+from constrfl import Client, functions as fn
+from constrfl.errors import PartyError
+from constrfl.solvers.augmented import AugmentedTerm
+
+rng = np.random.default_rng(7)
+d = 6
+X1, X2, X3 = (rng.standard_normal((n, d)) for n in (25, 18, 30))
+y1, y2 = (rng.random(25) < 0.4).astype(float), (rng.random(18) < 0.6).astype(float)
+Xsp = np.zeros((80, d))
+Xsp[np.arange(80), rng.integers(1, d, 80)] = 1.0            # one-hot rows: a CSR
+Xsp[:, 0] = rng.standard_normal(80) * (rng.random(80) < 0.3)
+ysp = (rng.random(80) < 0.5).astype(float)
+
+
+def parties():
+    La, Lb = fn.Cached(fn.LogisticLoss(X1, y1)), fn.Cached(fn.LogisticLoss(X2, y2))
+    lsq = fn.LeastSquares(X3, X3 @ np.arange(d), sample_weight=rng.uniform(0.5, 2, 30))
+    return {
+        "neyman-pearson": Client(0.05 * fn.LogisticLoss(X1, np.zeros(25)),
+                                 [fn.LogisticLoss(X2, np.ones(18)) - 0.2]),
+        "fairness (shared Cached losses)": Client(0.3 * La + 0.7 * Lb,
+                                                  [La - Lb - 0.01, Lb - La - 0.01]),
+        "mixed kinds, weights": Client(lsq + 0.5 * fn.LogisticLoss(X1, y1),
+                                       [2.0 * fn.LogisticLoss(X2, y2) - 0.3 * lsq - 0.1,
+                                        fn.LogisticLoss(X1, y1, sample_weight=np.arange(1.0, 26))
+                                        - 0.5]),
+        "sparse rows": Client(fn.LogisticLoss(Xsp, ysp),
+                              [fn.LogisticLoss(Xsp[:40], np.ones(40)) - 0.3]),
+        "with an equality": Client(fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.6],
+                                   [fn.Affine(rng.standard_normal((2, d)), np.ones(2))]),
+        "constraints only": Client(constraints=[fn.LogisticLoss(X2, y2) - 0.4]),
+    }
+
+
+@pytest.mark.parametrize("name", list(parties()))
+@pytest.mark.parametrize("objective", [True, False])
+def test_one_pass_equals_function_by_function(name, objective):
+    party = parties()[name]
+    assert party.stacked is not None
+    w = rng.standard_normal(d)
+    for mu_scale in (0.0, 1.0, 50.0):         # inactive, some and all rows active
+        mu = mu_scale * rng.random(party.n_ineq)
+        nu = rng.standard_normal(party.n_eq)
+        term = AugmentedTerm(party, 3.0, mu, nu, objective=objective)
+        for order in (0, 1, 2):
+            val, g, H = term(w, order)
+            np.testing.assert_allclose(term.constraint_values(w)[0], party.c_value(w),
+                                       rtol=1e-13, atol=1e-15)
+            v0, g0, H0, c0 = term._by_function(w, order)
+            h = party.h_value(w)
+            v0 += (nu + 3.0 * h) @ (nu + 3.0 * h) / 6.0
+            assert val == pytest.approx(v0, rel=1e-13, abs=1e-13)
+            if order >= 1:
+                g0 = g0 + party.h_jac(w).T @ (nu + 3.0 * h)
+                np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-13)
+            else:
+                assert g is None and H is None
+            if order == 2:
+                H0 += 3.0 * party.h_jac(w).T @ party.h_jac(w)
+                np.testing.assert_allclose(H, H0, rtol=1e-12, atol=1e-13)
+                np.testing.assert_array_equal(H, H.T)
+
+
+def test_parties_with_other_functions_are_not_stacked():
+    A = np.eye(d)
+    assert Client(fn.Quadratic(A), [fn.LogisticLoss(X2, y2) - 0.2]).stacked is None
+    assert Client(fn.LogisticLoss(X1, y1), [fn.SquaredNorm() - 1.0]).stacked is None
+    custom = fn.Custom(lambda w: w @ w, lambda w: 2 * w, dim=d)
+    assert Client(fn.LogisticLoss(X1, y1) + custom).stacked is None
+    vector = fn.Affine(rng.standard_normal((2, d)))
+    assert Client(fn.LogisticLoss(X1, y1), [vector]).stacked is None
+
+
+def test_a_nonfinite_evaluation_names_its_slot():
+    """At a point where the one-pass evaluation is not finite, the term is evaluated
+    function by function, whose error names the slot (as without stacking)."""
+    party = parties()["neyman-pearson"]
+    w = np.full(d, np.nan)
+    with pytest.raises(PartyError, match="objective"):
+        AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))(w, 2)
