@@ -94,9 +94,12 @@ def party_residuals(party, w, mult, atol=0.0):
 def definition1(c, h, mu, atol=0.0):
     """Definition 1's residual of one owner from its constraint values: |cⱼ| where
     μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
-    cone = np.where(mu > atol, np.abs(c), np.maximum(c, 0.0))
-    cone = np.where(mu < -atol, np.inf, cone)
-    return max(float(np.max(cone, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
+    out = 0.0
+    if c.size:
+        if (mu < -atol).any():
+            return np.inf
+        out = float(np.where(mu > atol, np.abs(c), np.maximum(c, 0.0)).max())
+    return max(out, float(np.abs(h).max())) if h.size else out
 
 
 def kkt(problem, w, multipliers=None, atol=0.0):

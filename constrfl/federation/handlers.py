@@ -246,7 +246,7 @@ def admm_step(msg, state, site):
         rho, changes = _spectral(state, w)
     tol = tau
     if "w_last" in state:
-        step = float(np.max(np.abs(w - state["w_last"])))
+        step = float(abs(w - state["w_last"]).max())
         tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
@@ -254,9 +254,11 @@ def admm_step(msg, state, site):
         qg = Q.T @ (grad_w + lam) + eig * (Q.T @ (w_hat - w))
         u = w_hat - Q @ (qg / (eig + rho))
     else:
-        sub = plus_quadratic(phi, rho, w_hat - lam / rho)  # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖²
-        u = minimize_smooth(sub, u, tol, state["local_max_iter"],
-                            state["local_hessian"]).x
+        # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖² = ALᵢ + (γ+ρ)/2‖u − m‖² + const (one quadratic)
+        gamma = state["gamma"]
+        m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
+        u = minimize_smooth(plus_quadratic(term, gamma + rho, m), u, tol,
+                            state["local_max_iter"], state["local_hessian"]).x
     lam = lam + rho * (u - w_hat)                        # (20)
     reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)

@@ -62,7 +62,8 @@ class AugmentedTerm:
             g = np.zeros(w.size)
         if order >= 2:
             H = party.f_hess(w) if self.objective else 0.0
-            H = None if H is None else np.zeros((w.size, w.size)) + H
+            if H is not None:                 # this call's own array, added to in place
+                H = H.copy() if isinstance(H, np.ndarray) else np.full((w.size, w.size), H)
         if party.n_ineq:
             if order >= 1:
                 c, J = party.c_value_jac(w)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import scipy.optimize
+from scipy.linalg import lapack
 
 
 ARMIJO = 1e-4
@@ -36,18 +39,28 @@ def positive_model(H, floor):
     return np.maximum(np.abs(lam), floor * max(1.0, float(np.abs(lam).max()))), V
 
 
+#: up to this dimension a Newton system is solved by LAPACK's potrf/potrs called directly
+#: (4× faster than NumPy's Cholesky test and LU solve at d = 20; serial at these sizes);
+#: above it by NumPy, whose BLAS threads would otherwise compete with SciPy's
+#: (measured: 3× slower cProx-AL on the LCQP, d = 500, on 2 cores)
+DIRECT_LAPACK_MAX_DIM = 64
+
+
 def newton_direction(H, g):
-    """``d = −H⁻¹g`` for H ≻ 0 (its Cholesky factorization succeeds), else with the
-    model of :func:`positive_model`.  (NumPy's solve after NumPy's Cholesky test:
-    measured faster here than SciPy's cho_factor/cho_solve, 0.09 against 0.25 s on the
-    LCQP's cProx-AL at d = 500.)"""
-    if not np.all(np.isfinite(H)):
+    """``d = −H⁻¹g`` when H ≻ 0 (its Cholesky factorization succeeds), else with the
+    model of :func:`positive_model`."""
+    if not (math.isfinite(H.sum()) or np.isfinite(H).all()):
         return np.full_like(g, np.nan)       # the caller reports the non-finite step
-    try:
-        np.linalg.cholesky(H)
-        return np.linalg.solve(H, -g)
-    except np.linalg.LinAlgError:
-        pass
+    if g.size <= DIRECT_LAPACK_MAX_DIM:
+        factor, info = lapack.dpotrf(H, lower=False, clean=False)
+        if info == 0:
+            return -lapack.dpotrs(factor, g, lower=False)[0]
+    else:
+        try:
+            np.linalg.cholesky(H)
+            return np.linalg.solve(H, -g)
+        except np.linalg.LinAlgError:
+            pass
     lam, V = positive_model(H, 1e-12)
     return -V @ ((V.T @ g) / lam)
 
@@ -68,7 +81,7 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
     f, g, H = fun(x, 2 if use_hessian else 1)
     if H is None:
         return _lbfgs(fun, x, tol, max_iter)
-    r = float(np.max(np.abs(g)))
+    r = float(abs(g).max())
     for it in range(max_iter):
         if r <= tol:
             return LocalResult(x, it, r, True)
@@ -80,14 +93,14 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
         while True:
             x_new = x + t * d
             f_new, g_new, _ = fun(x_new, 1)
-            r_new = float(np.max(np.abs(g_new))) if np.all(np.isfinite(g_new)) else None
+            r_new = float(abs(g_new).max()) if np.isfinite(g_new).all() else None
             if accept_step(f_new, f, slope, t, r_new, r):
                 break
             t *= 0.5
             if t < 1e-12:
                 return LocalResult(x, it, r, False)
         x, f, g = x_new, f_new, g_new
-        r = float(np.max(np.abs(g)))
+        r = float(abs(g).max())
         if r <= tol:                         # no Hessian needed at the last point
             return LocalResult(x, it + 1, r, True)
         H = fun(x, 2)[2]
