@@ -376,3 +376,51 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
                 for e in range(d):
                     H[a, e] += beta * (gj[a] * gj[e])     # exactly symmetric
     return val, g, H, c, np.isfinite(val + np.sum(g) + np.sum(H))
+
+
+# ---- symmetric matrices on the wire (constrfl.federation.messages) --------------
+@numba.njit(cache=True)
+def pack_upper(H):
+    """The upper triangle of H, row by row."""
+    d = H.shape[0]
+    out = np.empty(d * (d + 1) // 2)
+    k = 0
+    for a in range(d):
+        for b in range(a, d):
+            out[k] = H[a, b]
+            k += 1
+    return out
+
+
+@numba.njit(cache=True)
+def unpack_upper(tri, d):
+    """The symmetric (d, d) matrix with upper triangle ``tri`` (row by row)."""
+    H = np.empty((d, d))
+    k = 0
+    for a in range(d):
+        for b in range(a, d):
+            H[a, b] = tri[k]
+            H[b, a] = tri[k]
+            k += 1
+    return H
+
+
+# ---- linear algebra (constrfl.solvers.local) ----------------------------------
+@numba.njit(cache=True)
+def cholesky_solve(L, b):
+    """x with L Lᵀ x = b, L lower triangular (forward, then back substitution)."""
+    d = b.shape[0]
+    y = np.empty(d)
+    for a in range(d):
+        acc = b[a]
+        La = L[a]
+        for e in range(a):
+            acc -= La[e] * y[e]
+        y[a] = acc / La[a]
+    x = np.empty(d)
+    for a in range(d - 1, -1, -1):
+        acc = y[a]
+        for e in range(a + 1, d):
+            acc -= L[e, a] * x[e]
+        x[a] = acc / L[a, a]
+    return x

@@ -11,10 +11,11 @@ bit-exactly.  Traffic counts 8 bytes for every array entry and every scalar.
 """
 from __future__ import annotations
 
-import functools
 import numbers
 
 import numpy as np
+
+from ..kernels import pack_upper, unpack_upper   # the Hessians' wire format
 
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "pack_upper",
            "unpack_upper"]
@@ -72,25 +73,3 @@ def trial_points(msg):
         return [w]
     x = msg["x"]
     return [w, *(x + np.multiply.outer(msg["t"], w - x))]
-
-
-@functools.lru_cache(maxsize=8)
-def _upper(d):
-    """Flat indices of the upper triangle of a (d, d) matrix, row by row, and of its
-    transpose (the same entries of the lower triangle)."""
-    a, b = np.triu_indices(d)
-    return a * d + b, b * d + a
-
-
-def pack_upper(H):
-    """The upper triangle of a symmetric matrix, row by row (d(d+1)/2 floats)."""
-    return np.ascontiguousarray(H).ravel().take(_upper(H.shape[0])[0])
-
-
-def unpack_upper(tri, d):
-    """The symmetric (d, d) matrix whose upper triangle ``tri`` is."""
-    H = np.empty(d * d)
-    upper, lower = _upper(d)
-    H[upper] = tri
-    H[lower] = tri
-    return H.reshape(d, d)

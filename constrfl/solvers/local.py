@@ -18,6 +18,8 @@ import numpy as np
 import scipy.optimize
 from scipy.linalg import lapack
 
+from .. import kernels
+
 
 ARMIJO = 1e-4
 
@@ -40,15 +42,15 @@ def positive_model(H, floor):
 
 
 #: up to this dimension a Newton system is solved by LAPACK's potrf/potrs called directly
-#: (4× faster than NumPy's Cholesky test and LU solve at d = 20; serial at these sizes);
-#: above it by NumPy, whose BLAS threads would otherwise compete with SciPy's
-#: (measured: 3× slower cProx-AL on the LCQP, d = 500, on 2 cores)
+#: (4× faster than NumPy's Cholesky and LU solve at d = 20; serial at these sizes); above
+#: it by NumPy's Cholesky and compiled triangular solves (SciPy's multithreaded LAPACK
+#: competes with NumPy's BLAS threads: measured 3× slower cProx-AL on the LCQP, d = 500)
 DIRECT_LAPACK_MAX_DIM = 64
 
 
 def newton_direction(H, g):
-    """``d = −H⁻¹g`` when H ≻ 0 (its Cholesky factorization succeeds), else with the
-    model of :func:`positive_model`."""
+    """``d = −H⁻¹g`` by a Cholesky factorization when H ≻ 0, else with the model of
+    :func:`positive_model`."""
     if not (math.isfinite(H.sum()) or np.isfinite(H).all()):
         return np.full_like(g, np.nan)       # the caller reports the non-finite step
     if g.size <= DIRECT_LAPACK_MAX_DIM:
@@ -57,8 +59,7 @@ def newton_direction(H, g):
             return -lapack.dpotrs(factor, g, lower=False)[0]
     else:
         try:
-            np.linalg.cholesky(H)
-            return np.linalg.solve(H, -g)
+            return -kernels.cholesky_solve(np.linalg.cholesky(H), g)
         except np.linalg.LinAlgError:
             pass
     lam, V = positive_model(H, 1e-12)
