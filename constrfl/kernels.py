@@ -336,14 +336,11 @@ def stacked_gram(X, s, term, h, b):
     return _finish_sym(H, 1.0)
 
 
-@numba.njit(cache=True)
-def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
-    """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
-    gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
-    whether the value and the sums of gradient and Hessian are finite."""
-    t, G, h = stacked_terms(X, y, s, term, logistic, w, order >= 1)
+@numba.njit(cache=True, inline="always")
+def _stacked_penalized(t, A, o, a0, o0, mu, beta):
+    """From the term values t: the value a₀ᵀt + o₀ + ‖p‖²/2β, c = At + o, p = [μ + βc]₊
+    and the terms' weights b = a₀ + Aᵀp in the gradient and Hessian."""
     m, K = A.shape
-    d = w.shape[0]
     c = o.copy()
     p = np.zeros(m)
     b = a0.copy()
@@ -357,6 +354,29 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
         val += p[j] * p[j] / (2.0 * beta)
         for k in range(K):
             b[k] += A[j, k] * p[j]
+    return val, c, p, b
+
+
+@numba.njit(cache=True)
+def stacked_values(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W):
+    """The value of :func:`stacked_augmented` at each row of W, and whether all are
+    finite."""
+    out = np.empty(W.shape[0])
+    for i in range(W.shape[0]):
+        t = stacked_terms(X, y, s, term, logistic, W[i], False)[0]
+        out[i] = _stacked_penalized(t, A, o, a0, o0, mu, beta)[0]
+    return out, np.isfinite(np.sum(out))
+
+
+@numba.njit(cache=True)
+def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
+    """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
+    gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
+    whether the value and the sums of gradient and Hessian are finite."""
+    t, G, h = stacked_terms(X, y, s, term, logistic, w, order >= 1)
+    m, K = A.shape
+    d = w.shape[0]
+    val, c, p, b = _stacked_penalized(t, A, o, a0, o0, mu, beta)
     g = np.zeros(d if order >= 1 else 0)
     if order >= 1:
         for k in range(K):

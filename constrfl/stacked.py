@@ -91,14 +91,22 @@ class StackedRows:
                 losses.setdefault(id(f), f)
         return cls(list(losses.values()), obj, cons) if losses else None
 
+    def _args(self, beta, mu, objective):
+        a0, o0 = (self.a0, self.o0) if objective else (self.zero, 0.0)
+        return (self.X, self.y, self.s, self.term, self.logistic, self.A, self.o, a0, o0,
+                mu, float(beta))
+
+    def values(self, W, beta, mu, objective=True):
+        """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
+        out, finite = kernels.stacked_values(*self._args(beta, mu, objective), W)
+        return out if finite else None
+
     def augmented(self, w, order, beta, mu, objective=True):
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
         is not finite (the function-by-function evaluation then names the culprit)."""
-        a0, o0 = (self.a0, self.o0) if objective else (self.zero, 0.0)
-        val, g, H, c, finite = kernels.stacked_augmented(
-            self.X, self.y, self.s, self.term, self.logistic, self.A, self.o, a0, o0,
-            mu, float(beta), w, order)
+        val, g, H, c, finite = kernels.stacked_augmented(*self._args(beta, mu, objective),
+                                                          w, order)
         if not finite:
             return None
         return val, (g if order >= 1 else None), (H if order >= 2 else None), c

@@ -91,7 +91,15 @@ def test_message_accounting_federated_newton(monkeypatch):
             calls[order] += 1
         return original(self, w, order)
 
+    values = augmented.AugmentedTerm.values
+
+    def spy_values(self, W):                # the line search's values: order 0 each
+        if self.party.name == "client-0":
+            calls[0] += len(W)
+        return values(self, W)
+
     monkeypatch.setattr(augmented.AugmentedTerm, "__call__", spy)
+    monkeypatch.setattr(augmented.AugmentedTerm, "values", spy_values)
     p = np_problem(5, 0.4)
     res = cf.solve(p, inner="newton")
     n, d, K = 5, p.dim, res.outer_iterations

@@ -83,3 +83,19 @@ def test_a_nonfinite_evaluation_names_its_slot():
     w = np.full(d, np.nan)
     with pytest.raises(PartyError, match="objective"):
         AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))(w, 2)
+
+
+@pytest.mark.parametrize("name", list(parties()) + ["not stacked"])
+def test_values_at_several_points(name):
+    """``values`` (the trial points of a Newton round) equals one evaluation per point
+    and leaves the last evaluation (its cached constraint values) as it was."""
+    party = (Client(fn.Quadratic(np.eye(d)), [fn.LogisticLoss(X2, y2) - 0.2],
+                    [fn.Affine(np.ones(d), 1.0)])
+             if name == "not stacked" else parties()[name])
+    term = AugmentedTerm(party, 3.0, rng.random(party.n_ineq), rng.standard_normal(party.n_eq))
+    w, W = rng.standard_normal(d), rng.standard_normal((3, d))
+    term(w, 2)
+    values = term.values(W)
+    assert term._last[0] is w                # the cache of the evaluation at w is kept
+    for x, v in zip(W, values):
+        assert v == pytest.approx(term(x, 0)[0], rel=1e-14, abs=1e-15)

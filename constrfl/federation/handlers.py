@@ -49,7 +49,7 @@ from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
 from ..solvers.local import minimize_smooth
-from .messages import MessageType as M, pack_upper, trial_points
+from .messages import MessageType as M, pack_upper, trial_steps
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
            "penalized_grad"]
@@ -270,10 +270,8 @@ def _evaluate(term, msg):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
     and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks."""
     order = msg["order"]
-    first, *others = trial_points(msg)
-    val, g, H = term(first, order)
-    values = [val] + [term(x, 0)[0] for x in others]
-    reply = {"values": np.array(values, dtype=np.float64)}
+    val, g, H = term(msg["w"], order)
+    reply = {"values": np.concatenate([[val], term.values(trial_steps(msg))])}
     if order >= 1:
         reply["grad"] = g
     if order >= 2 and H is not None:        # no Hessian: the server goes quasi-Newton

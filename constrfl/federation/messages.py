@@ -17,8 +17,8 @@ import numpy as np
 
 from ..kernels import pack_upper, unpack_upper   # the Hessians' wire format
 
-__all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "pack_upper",
-           "unpack_upper"]
+__all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "trial_steps",
+           "pack_upper", "unpack_upper"]
 
 FLOAT = 8  # bytes a float on the wire
 
@@ -66,10 +66,15 @@ def check_payload(payload, what="payload"):
                             f"got {type(v).__name__}")
 
 
-def trial_points(msg):
-    """The points a ``newton.eval`` message asks for: ``w``, then ``x + tⱼ(w − x)``."""
-    w = msg["w"]
+def trial_steps(msg):
+    """The points ``x + tⱼ(w − x)`` a ``newton.eval`` message asks for after ``w``, as
+    the rows of a matrix (none without ``t``)."""
     if "t" not in msg:
-        return [w]
+        return np.zeros((0, msg["w"].size))
     x = msg["x"]
-    return [w, *(x + np.multiply.outer(msg["t"], w - x))]
+    return x + np.multiply.outer(msg["t"], msg["w"] - x)
+
+
+def trial_points(msg):
+    """The points a ``newton.eval`` message asks for: ``w``, then :func:`trial_steps`."""
+    return [msg["w"], *trial_steps(msg)]

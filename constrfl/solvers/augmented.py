@@ -84,6 +84,20 @@ class AugmentedTerm:
                         H += Hc
         return val, g, H, c
 
+    def values(self, W):
+        """ALᵢ at each row of W (values only; the last evaluation stays as it was)."""
+        stacked = self.party.stacked
+        out = None if stacked is None else stacked.values(W, self.beta, self.mu,
+                                                          self.objective)
+        if out is None:
+            last, out = self._last, np.array([self(w, 0)[0] for w in W], dtype=np.float64)
+            self._last = last
+        elif self.party.n_eq:
+            for i, w in enumerate(W):
+                r = self.nu + self.beta * self.party.h_value(w)
+                out[i] += (r @ r) / (2 * self.beta)
+        return out
+
     def constraint_values(self, w):
         """``(cᵢ(w), hᵢ(w))``, taken from the last evaluation when it was at this very
         array w (no second pass over the constraints' data)."""
