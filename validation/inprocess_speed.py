@@ -64,7 +64,9 @@ RUNNER = textwrap.dedent("""
 
 def run(tree, data, repeats):
     out = subprocess.run([sys.executable, "-c", RUNNER, str(tree), str(data), str(repeats),
-                          json.dumps(CASES)], capture_output=True, text=True, check=True)
+                          json.dumps(CASES)], capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"the solves of {tree} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
