@@ -326,14 +326,15 @@ def stacked_terms(X, y, s, term, logistic, w, grad):
 
 @numba.njit(cache=True)
 def stacked_gram(X, s, term, h, b):
-    """Σ_j b[term[j]] s_j h_j x_j x_jᵀ (one pass over the stacked rows)."""
+    """The upper triangle of Σ_j b[term[j]] s_j h_j x_j x_jᵀ (one pass over the stacked
+    rows; the lower triangle is zero)."""
     n, d = _shape(X)
     H = np.zeros((d, d))
     for j in range(n):
         c = b[term[j]] * s[j] * h[j]
         if c != 0.0:
             _add_outer_upper(c, _row(X, j), H)
-    return _finish_sym(H, 1.0)
+    return H
 
 
 @numba.njit(cache=True, inline="always")
@@ -390,11 +391,9 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
         if p[j] > 0.0:                       # β ∇cⱼ∇cⱼᵀ of an active row
             gj[:] = 0.0
             for k in range(K):
-                for a in range(d):
-                    gj[a] += A[j, k] * G[k, a]
-            for a in range(d):
-                for e in range(d):
-                    H[a, e] += beta * (gj[a] * gj[e])     # exactly symmetric
+                _axpy(A[j, k], G[k], gj)     # ∇cⱼ = Σₖ A_jk ∇Tₖ
+            _add_outer_upper(beta, gj, H)
+    H = _finish_sym(H, 1.0)
     return val, g, H, c, np.isfinite(val + np.sum(g) + np.sum(H))
 
 

@@ -95,7 +95,9 @@ def test_values_at_several_points(name):
     term = AugmentedTerm(party, 3.0, rng.random(party.n_ineq), rng.standard_normal(party.n_eq))
     w, W = rng.standard_normal(d), rng.standard_normal((3, d))
     term(w, 2)
+    c_at_w = term.constraint_values(w)[0]
     values = term.values(W)
-    assert term._last[0] is w                # the cache of the evaluation at w is kept
+    assert term.constraint_values(w)[0] is c_at_w   # the evaluation at w stays cached
+    assert term.values(W[:0]).shape == (0,)
     for x, v in zip(W, values):
         assert v == pytest.approx(term(x, 0)[0], rel=1e-14, abs=1e-15)

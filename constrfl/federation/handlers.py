@@ -271,10 +271,7 @@ def _evaluate(term, msg):
     and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks."""
     order = msg["order"]
     val, g, H = term(msg["w"], order)
-    values = np.array([val])
-    if "t" in msg:
-        values = np.append(values, term.values(trial_steps(msg)))
-    reply = {"values": values}
+    reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
         reply["grad"] = g
     if order >= 2 and H is not None:        # no Hessian: the server goes quasi-Newton

@@ -38,8 +38,8 @@ class AugmentedTerm:
         h = _NONE
         if party.n_eq:
             h = party.h_value(w)
-            r = self.nu + beta * h
-            val += (r @ r) / (2 * beta)
+            r, penalty = self._equality_penalty(h)
+            val += penalty
             if order >= 1:
                 J = party.h_jac(w)
                 g = g + J.T @ r
@@ -47,6 +47,11 @@ class AugmentedTerm:
                     H += beta * (J.T @ J)
         self._last = w, c, h
         return val, (g if order >= 1 else None), H
+
+    def _equality_penalty(self, h):
+        """``r = νᵢ + βhᵢ`` and its share ``‖r‖²/2β`` of ALᵢ."""
+        r = self.nu + self.beta * h
+        return r, (r @ r) / (2 * self.beta)
 
     def _by_function(self, w, order):
         """fᵢ + ‖[μ + βcᵢ]₊‖²/2β and its derivatives, one function call at a time."""
@@ -86,16 +91,15 @@ class AugmentedTerm:
 
     def values(self, W):
         """ALᵢ at each row of W (values only; the last evaluation stays as it was)."""
-        stacked = self.party.stacked
-        out = None if stacked is None else stacked.values(W, self.beta, self.mu,
-                                                          self.objective)
+        if not len(W):
+            return np.zeros(0)
+        party = self.party
+        out = None if party.stacked is None else party.stacked.values(
+            W, self.beta, self.mu, self.objective)
         if out is None:
-            last, out = self._last, np.array([self(w, 0)[0] for w in W], dtype=np.float64)
-            self._last = last
-        elif self.party.n_eq:
-            for i, w in enumerate(W):
-                r = self.nu + self.beta * self.party.h_value(w)
-                out[i] += (r @ r) / (2 * self.beta)
+            out = np.array([self._by_function(w, 0)[0] for w in W], dtype=np.float64)
+        if party.n_eq:
+            out += [self._equality_penalty(party.h_value(w))[1] for w in W]
         return out
 
     def constraint_values(self, w):

@@ -10,9 +10,8 @@ Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
