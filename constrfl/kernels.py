@@ -44,6 +44,9 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+#: Armijo's sufficient-decrease constant of the local Newton methods (compiled or not)
+ARMIJO = 1e-4
+
 # Largest fraction of nonzeros at which callers should pass a CSR.  Measured
 # on N = 2000 random sparse rows, d = 5..300: at density 0.25 the CSR is
 # 1.5-7x faster for value_grad_hess, as fast or faster for value, and within
@@ -397,6 +400,90 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
     return val, g, H, c, np.isfinite(val + np.sum(g) + np.sum(H))
 
 
+@numba.njit(cache=True)
+def _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x,
+                     order):
+    """:func:`stacked_augmented` plus (α/2)‖x − center‖²."""
+    val, g, H, _, finite = stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu,
+                                             beta, x, order)
+    for a in range(x.shape[0]):
+        r = x[a] - center[a]
+        val += 0.5 * alpha * r * r
+        if order >= 1:
+            g[a] += alpha * r
+        if order >= 2:
+            H[a, a] += alpha
+    return val, g, H, finite
+
+
+@numba.njit(cache=True)
+def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x0,
+                     tol, max_iter):
+    """:func:`constrfl.solvers.local.minimize_smooth` (Newton, Armijo backtracking, the
+    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖², compiled.
+    Returns ``(x, iterations, ‖∇‖∞, status)``: status 1 converged, 0 not (the line
+    search or ``max_iter`` ran out), −1 handed back at x (a Hessian that is not positive
+    definite, or a value that is not finite: the generic solver takes over)."""
+    x = x0.copy()
+    f, g, H, finite = _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
+                                       alpha, center, x, 2)
+    if not finite:
+        return x, 0, np.inf, -1
+    r = np.max(np.abs(g))
+    for it in range(max_iter):
+        if r <= tol:
+            return x, it, r, 1
+        L, ok = _cholesky(H)
+        if not ok:
+            return x, it, r, -1
+        step = -cholesky_solve(L, g)
+        slope = _dot(g, step)
+        if not slope < 0.0:
+            return x, it, r, -1
+        t = 1.0
+        while True:
+            x_new = x + t * step
+            f_new, g_new, _, finite = _stacked_shifted(X, y, s, term, logistic, A, o, a0,
+                                                       o0, mu, beta, alpha, center, x_new, 1)
+            if not finite:
+                return x, it, r, -1
+            r_new = np.max(np.abs(g_new))
+            if (f_new <= f + ARMIJO * t * slope
+                    or (r_new <= 0.5 * r and f_new <= f + 1e-12 * (1.0 + abs(f)))):
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return x, it, r, 0
+        x, f, g, r = x_new, f_new, g_new, r_new
+        if r <= tol:
+            return x, it + 1, r, 1
+        H = _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha,
+                             center, x, 2)[2]
+    return x, max_iter, r, 1 if r <= tol else 0
+
+
+# ---- residuals (constrfl.kkt) --------------------------------------------------
+@numba.njit(cache=True)
+def definition1(c, h, mu, atol):
+    """max over the rows of |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and |hⱼ|;
+    inf if some μⱼ < −atol, NaN if a value is NaN."""
+    out = 0.0
+    for j in range(c.shape[0]):
+        if mu[j] < -atol:
+            return np.inf
+    for j in range(c.shape[0]):
+        r = abs(c[j]) if mu[j] > atol else max(c[j], 0.0)
+        if math.isnan(r):
+            return np.nan
+        out = max(out, r)
+    for j in range(h.shape[0]):
+        r = abs(h[j])
+        if math.isnan(r):
+            return np.nan
+        out = max(out, r)
+    return out
+
+
 # ---- symmetric matrices on the wire (constrfl.federation.messages) --------------
 @numba.njit(cache=True)
 def pack_upper(H):
@@ -425,6 +512,26 @@ def unpack_upper(tri, d):
 
 
 # ---- linear algebra (constrfl.solvers.local) ----------------------------------
+@numba.njit(cache=True)
+def _cholesky(H):
+    """``(L, True)`` with L Lᵀ = H, L lower triangular, or ``(·, False)`` when H is not
+    (numerically) positive definite (a pivot ≤ 0 or not finite)."""
+    d = H.shape[0]
+    L = np.zeros((d, d))
+    for a in range(d):
+        for b in range(a + 1):
+            acc = H[a, b]
+            for e in range(b):
+                acc -= L[a, e] * L[b, e]
+            if a == b:
+                if not acc > 0.0:
+                    return L, False
+                L[a, a] = math.sqrt(acc)
+            else:
+                L[a, b] = acc / L[b, b]
+    return L, True
+
+
 @numba.njit(cache=True)
 def cholesky_solve(L, b):
     """x with L Lᵀ x = b, L lower triangular (forward, then back substitution)."""

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 from scipy.optimize import linprog, lsq_linear
 
+from . import kernels
 from .result import KKT, Multipliers
 
 __all__ = ["kkt", "as_multipliers", "estimate_multipliers", "EstimatedKKT"]
@@ -94,12 +95,7 @@ def party_residuals(party, w, mult, atol=0.0):
 def definition1(c, h, mu, atol=0.0):
     """Definition 1's residual of one owner from its constraint values: |cⱼ| where
     μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
-    out = 0.0
-    if c.size:
-        if (mu < -atol).any():
-            return np.inf
-        out = float(np.where(mu > atol, np.abs(c), np.maximum(c, 0.0)).max())
-    return max(out, float(np.abs(h).max())) if h.size else out
+    return float(kernels.definition1(c, h, mu, float(atol)))
 
 
 def kkt(problem, w, multipliers=None, atol=0.0):

@@ -110,3 +110,10 @@ class StackedRows:
         if not finite:
             return None
         return val, (g if order >= 1 else None), (H if order >= 2 else None), c
+
+    def minimize(self, beta, mu, objective, alpha, center, x0, tol, max_iter):
+        """:func:`~constrfl.kernels.stacked_minimize` on :meth:`augmented` +
+        (α/2)‖· − center‖²: ``(x, iterations, ‖∇‖∞, status)``."""
+        return kernels.stacked_minimize(*self._args(beta, mu, objective), alpha,
+                                        np.ascontiguousarray(center, dtype=np.float64),
+                                        x0, tol, max_iter)

@@ -1,11 +1,13 @@
 """Stacked row losses (constrfl.stacked): the one-pass AL term equals the term evaluated
-function by function, and parties it cannot take are evaluated as before."""
+function by function, the compiled local Newton takes minimize_smooth's steps, and
+parties they cannot take are evaluated as before."""
 import numpy as np
 import pytest
 
 from constrfl import Client, functions as fn
 from constrfl.errors import PartyError
-from constrfl.solvers.augmented import AugmentedTerm
+from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
+from constrfl.solvers.local import minimize_shifted, minimize_smooth
 
 rng = np.random.default_rng(7)
 d = 6
@@ -101,3 +103,41 @@ def test_values_at_several_points(name):
     assert term.values(W[:0]).shape == (0,)
     for x, v in zip(W, values):
         assert v == pytest.approx(term(x, 0)[0], rel=1e-14, abs=1e-15)
+
+
+@pytest.mark.parametrize("name", list(parties()))
+def test_compiled_local_newton_equals_the_generic_one(name):
+    """(19) by the compiled Newton (stacked parties without equalities) takes the steps of
+    minimize_smooth, and its answer is stationary by the function-by-function gradient."""
+    party = parties()[name]
+    mu = rng.random(party.n_ineq)
+    term = AugmentedTerm(party, 3.0, mu, rng.standard_normal(party.n_eq))
+    alpha, center, x0 = 0.7, rng.standard_normal(d), rng.standard_normal(d)
+    tol = 1e-10
+    got = minimize_shifted(term, alpha, center, x0, tol)
+    ref = minimize_smooth(plus_quadratic(term, alpha, center), x0, tol)
+    assert got.converged and ref.converged and got.iterations == ref.iterations
+    np.testing.assert_allclose(got.x, ref.x, rtol=0, atol=1e-11)
+    v, g, _, c = term._by_function(got.x, 1)
+    if party.n_eq:
+        g = g + party.h_jac(got.x).T @ (term.nu + 3.0 * party.h_value(got.x))
+    assert np.max(np.abs(g + alpha * (got.x - center))) <= tol * (1 + 1e-6)
+
+
+def test_compiled_local_newton_hands_back_an_indefinite_hessian():
+    """A nonconvex stacked party (a negative loss weight): the compiled Newton stops at
+    the indefinite Hessian and the generic one (modified Newton) finishes the job."""
+    party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
+    term = AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))
+    alpha, center, x0 = 0.02, np.zeros(d), 0.1 * np.ones(d)
+    assert party.stacked.minimize(3.0, np.zeros(1), True, alpha, center, x0, 1e-9, 100)[3] == -1
+    res = minimize_shifted(term, alpha, center, x0, 1e-9)
+    g = term._by_function(res.x, 1)[1] + alpha * (res.x - center)
+    assert res.converged and np.max(np.abs(g)) <= 1e-9
+
+
+def test_compiled_local_newton_at_a_nonfinite_point_names_the_slot():
+    party = parties()["neyman-pearson"]
+    term = AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))
+    with pytest.raises(PartyError, match="objective"):
+        minimize_shifted(term, 1.0, np.zeros(d), np.full(d, np.nan), 1e-9)

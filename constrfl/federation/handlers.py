@@ -48,7 +48,7 @@ import numpy as np
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
-from ..solvers.local import minimize_smooth
+from ..solvers.local import minimize_shifted
 from .messages import MessageType as M, pack_upper, trial_steps
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
@@ -257,8 +257,8 @@ def admm_step(msg, state, site):
         # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖² = ALᵢ + (γ+ρ)/2‖u − m‖² + const (one quadratic)
         gamma = state["gamma"]
         m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
-        u = minimize_smooth(plus_quadratic(term, gamma + rho, m), u, tol,
-                            state["local_max_iter"], state["local_hessian"]).x
+        u = minimize_shifted(term, gamma + rho, m, u, tol, state["local_max_iter"],
+                             state["local_hessian"]).x
     lam = lam + rho * (u - w_hat)                        # (20)
     reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
