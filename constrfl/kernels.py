@@ -462,6 +462,41 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
     return x, max_iter, r, 1 if r <= tol else 0
 
 
+@numba.njit(cache=True)
+def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk, w, u,
+                      lam, rho, rho_next, relax, tol, max_iter):
+    """The ``admm.step`` handler's arithmetic for a stacked party without equalities, in
+    one call: with φ = :func:`stacked_augmented` + (γ/2)‖· − wᵏ‖²,
+
+        e = ∇φ(w) + λ − ρ(w − u)                       (22), the server's ρ
+        κ = Definition 1 at (w, [μ + βc(w)]₊)
+        ŵ = relax·w + (1 − relax)·u,  ρ' = ``rho_next``
+        u⁺ = argmin AL + (γ+ρ')/2‖· − m‖²,  m = (γwᵏ + ρ'ŵ − λ)/(γ+ρ')   (19), from u
+        λ⁺ = λ + ρ'(u⁺ − ŵ)                            (20),  v = u⁺ + λ⁺/ρ'.
+
+    Returns ``(e, κ, u⁺, λ⁺, v, status)``, status that of :func:`stacked_minimize`, or −2
+    when the evaluation at w is not finite (then only status is meaningful)."""
+    _, g, _, c, finite = stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
+                                           w, 1)
+    d = w.shape[0]
+    if not finite:
+        return g, np.nan, u, lam, u, -2
+    e = np.empty(d)
+    w_hat = np.empty(d)
+    m = np.empty(d)
+    alpha = gamma + rho_next
+    for a in range(d):
+        e[a] = g[a] + gamma * (w[a] - wk[a]) + lam[a] - rho * (w[a] - u[a])
+        w_hat[a] = relax * w[a] + (1.0 - relax) * u[a]
+        m[a] = (gamma * wk[a] + rho_next * w_hat[a] - lam[a]) / alpha
+    mu_plus = np.maximum(mu + beta * c, 0.0)
+    kappa = definition1(c, np.zeros(0), mu_plus, 0.0)
+    x, _, _, status = stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
+                                       alpha, m, u, tol, max_iter)
+    lam_new = lam + rho_next * (x - w_hat)
+    return e, kappa, x, lam_new, x + lam_new / rho_next, status
+
+
 # ---- residuals (constrfl.kkt) --------------------------------------------------
 @numba.njit(cache=True)
 def definition1(c, h, mu, atol):

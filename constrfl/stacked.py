@@ -117,3 +117,11 @@ class StackedRows:
         return kernels.stacked_minimize(*self._args(beta, mu, objective), alpha,
                                         np.ascontiguousarray(center, dtype=np.float64),
                                         x0, tol, max_iter)
+
+    def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, relax, tol, max_iter):
+        """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
+        when it did not finish (a value not finite, a Hessian not positive definite)."""
+        *out, status = kernels.stacked_admm_step(
+            *self._args(beta, mu, True), float(gamma), wk, w, u, lam, float(rho),
+            float(rho_next), float(relax), float(tol), int(max_iter))
+        return out if status >= 0 else None

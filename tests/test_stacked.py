@@ -1,11 +1,13 @@
 """Stacked row losses (constrfl.stacked): the one-pass AL term equals the term evaluated
-function by function, the compiled local Newton takes minimize_smooth's steps, and
-parties they cannot take are evaluated as before."""
+function by function, the compiled local Newton takes minimize_smooth's steps, the
+compiled ADMM block step equals the handler's generic one, and parties they cannot take
+are evaluated as before."""
 import numpy as np
 import pytest
 
 from constrfl import Client, functions as fn
 from constrfl.errors import PartyError
+from constrfl.federation.handlers import RELAXATION, Site, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 from constrfl.solvers.local import minimize_shifted, minimize_smooth
 
@@ -141,3 +143,28 @@ def test_compiled_local_newton_at_a_nonfinite_point_names_the_slot():
     term = AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))
     with pytest.raises(PartyError, match="objective"):
         minimize_shifted(term, 1.0, np.zeros(d), np.full(d, np.nan), 1e-9)
+
+
+@pytest.mark.parametrize("name", [n for n in parties() if n != "with an equality"])
+def test_compiled_admm_block_step_equals_the_generic_one(name):
+    """The admm.step handler's compiled path (one kernel call) gives the eᵢ, κᵢ, uᵢ⁺, λᵢ⁺
+    and vᵢ of its function-by-function path, and the handler replies with them."""
+    party = parties()[name]
+    state = {"beta": 3.0, "mu": rng.random(party.n_ineq), "nu": np.zeros(0), "gamma": 0.05,
+             "wk": rng.standard_normal(d), "u": rng.standard_normal(d),
+             "lam": rng.standard_normal(d), "rho": 0.8, "local_hessian": True,
+             "local_max_iter": 100, "adaptive": False}
+    w, rho_next, tol = rng.standard_normal(d), 1.3, 1e-10
+    got = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
+                                  w, state["u"], state["lam"], state["rho"], rho_next,
+                                  RELAXATION, tol, 100)
+    ref = _block_step(state, party, w, rho_next, tol)
+    assert got is not None
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-13)     # eᵢ
+    assert got[1] == pytest.approx(ref[1], rel=1e-12, abs=1e-15)            # κᵢ
+    for a, b in zip(got[2:], ref[2:]):                                      # uᵢ⁺, λᵢ⁺, vᵢ
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+    reply, _ = admm_step({"w": w, "tol": tol}, dict(state, rho=rho_next), Site(party, None))
+    np.testing.assert_array_equal(reply["v"], party.stacked.admm_step(
+        state["beta"], state["mu"], state["gamma"], state["wk"], w, state["u"],
+        state["lam"], rho_next, rho_next, RELAXATION, tol, 100)[4])

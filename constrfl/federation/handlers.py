@@ -233,35 +233,46 @@ def _definition1(term, w):
 def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
     to the relative tolerance and (20), both at the over-relaxed ŵ = α·w + (1 − α)·uᵢ.
-    Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺)."""
-    party, w, tau = site.party, msg["w"], msg["tol"]
-    u, lam, rho = state["u"], state["lam"], state["rho"]
-    term = _term(state, party)
-    phi = plus_quadratic(term, state["gamma"], state["wk"])
-    grad_w = phi(w, 1)[1]
-    e = grad_w + lam - rho * (w - u)                     # (22), with the server's ρᵢ
-    kappa = _definition1(term, w)                        # c(w), h(w) of the line above
-    changes = {}
-    if state["adaptive"]:
-        rho, changes = _spectral(state, w)
-    tol = tau
+    Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺).  A party
+    of stacked row losses without equalities does it all in one compiled call
+    (:func:`~constrfl.kernels.stacked_admm_step`), else :func:`_block_step`."""
+    party, w = site.party, msg["w"]
+    rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
+    tol = msg["tol"]
     if "w_last" in state:
         step = float(abs(w - state["w_last"]).max())
-        tol = min(tau, max(LOCAL_FRACTION * rho * step, tau / 1000))
+        tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
+    out = None
+    if state["local_hessian"] and party.stacked is not None and not party.n_eq \
+            and not _exact(state, party):
+        out = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"],
+                                      state["wk"], w, state["u"], state["lam"], state["rho"],
+                                      rho, RELAXATION, tol, state["local_max_iter"])
+    e, kappa, u, lam, v = out or _block_step(state, party, w, rho, tol)
+    reply = {"e": e, "v": v, "rho": rho, "kappa": kappa}
+    return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
+
+
+def _block_step(state, party, w, rho_next, tol):
+    """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step`, evaluated function by function."""
+    u, lam, rho, gamma = state["u"], state["lam"], state["rho"], state["gamma"]
+    term = _term(state, party)
+    grad_w = term(w, 1)[1] + gamma * (w - state["wk"])   # ∇φᵢ(w)
+    e = grad_w + lam - rho * (w - u)                     # (22), with the server's ρᵢ
+    kappa = _definition1(term, w)                        # c(w), h(w) of the line above
+    rho = rho_next
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
-        Q, eig = _eigen(party, state, phi)
+        Q, eig = _eigen(party, state, _phi(state, party))
         qg = Q.T @ (grad_w + lam) + eig * (Q.T @ (w_hat - w))
         u = w_hat - Q @ (qg / (eig + rho))
     else:
         # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖² = ALᵢ + (γ+ρ)/2‖u − m‖² + const (one quadratic)
-        gamma = state["gamma"]
         m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
         u = minimize_shifted(term, gamma + rho, m, u, tol, state["local_max_iter"],
                              state["local_hessian"]).x
     lam = lam + rho * (u - w_hat)                        # (20)
-    reply = {"e": e, "v": u + lam / rho, "rho": rho, "kappa": kappa}
-    return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
+    return e, kappa, u, lam, u + lam / rho
 
 
 # -- the federated Newton inner solver ----------------------------------------------------

@@ -115,9 +115,9 @@ def minimize_shifted(term, alpha, center, x0, tol, max_iter=100, use_hessian=Tru
     (:func:`~constrfl.kernels.stacked_minimize`, the same method and acceptance test),
     which hands back here only at a Hessian that is not positive definite or a value
     that is not finite."""
-    x0, done = np.array(x0, dtype=np.float64), 0
+    x0, done = np.asarray(x0, dtype=np.float64), 0
     party = term.party
-    if use_hessian and party.stacked is not None and not party.n_eq:
+    if use_hessian and party.stacked is not None and not party.n_eq:   # copies x0
         x, done, r, status = party.stacked.minimize(
             term.beta, term.mu, term.objective, float(alpha), center, x0, float(tol),
             int(max_iter))
