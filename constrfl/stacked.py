@@ -121,7 +121,7 @@ class StackedRows:
     def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, relax, tol, max_iter):
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
-        *out, status = kernels.stacked_admm_step(
-            *self._args(beta, mu, True), float(gamma), wk, w, u, lam, float(rho),
-            float(rho_next), float(relax), float(tol), int(max_iter))
-        return out if status >= 0 else None
+        out = kernels.stacked_admm_step(self.X, self.y, self.s, self.term, self.logistic,
+                                        self.A, self.o, self.a0, self.o0, mu, beta, gamma,
+                                        wk, w, u, lam, rho, rho_next, relax, tol, max_iter)
+        return out[:5] if out[5] >= 0 else None
