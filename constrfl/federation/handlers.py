@@ -234,8 +234,9 @@ def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
     to the relative tolerance and (20), both at the over-relaxed ŵ = α·w + (1 − α)·uᵢ.
     Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺).  A party
-    of stacked row losses without equalities does it all in one compiled call
-    (:func:`~constrfl.kernels.stacked_admm_step`), else :func:`_block_step`."""
+    of stacked row losses without equalities, of a dimension where compiled Newton pays
+    (:data:`~constrfl.stacked.COMPILED_NEWTON_MAX_DIM`), does it all in one compiled
+    call (:func:`~constrfl.kernels.stacked_admm_step`), else :func:`_block_step`."""
     party, w = site.party, msg["w"]
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
     tol = msg["tol"]
@@ -243,8 +244,8 @@ def admm_step(msg, state, site):
         step = float(abs(w - state["w_last"]).max())
         tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
     out = None
-    if state["local_hessian"] and party.stacked is not None and not party.n_eq \
-            and not _exact(state, party):
+    if state["local_hessian"] and party.stacked is not None \
+            and party.stacked.compiled_newton and not party.n_eq and not _exact(state, party):
         out = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"],
                                       state["wk"], w, state["u"], state["lam"], state["rho"],
                                       rho, RELAXATION, tol, state["local_max_iter"])

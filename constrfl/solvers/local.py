@@ -111,13 +111,15 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
 def minimize_shifted(term, alpha, center, x0, tol, max_iter=100, use_hessian=True):
     """:func:`minimize_smooth` on ``term + (α/2)‖· − center‖²`` (an
     :class:`~.augmented.AugmentedTerm` plus a quadratic).  For a party of stacked row
-    losses without equalities the Newton iterations run compiled in one call
+    losses without equalities (and d ≤ ``COMPILED_NEWTON_MAX_DIM``) the Newton
+    iterations run compiled in one call
     (:func:`~constrfl.kernels.stacked_minimize`, the same method and acceptance test),
     which hands back here only at a Hessian that is not positive definite or a value
     that is not finite."""
     x0, done = np.asarray(x0, dtype=np.float64), 0
     party = term.party
-    if use_hessian and party.stacked is not None and not party.n_eq:   # copies x0
+    if (use_hessian and party.stacked is not None and party.stacked.compiled_newton
+            and not party.n_eq):                                        # copies x0
         x, done, r, status = party.stacked.minimize(
             term.beta, term.mu, term.objective, float(alpha), center, x0, float(tol),
             int(max_iter))
