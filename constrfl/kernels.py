@@ -373,66 +373,82 @@ def stacked_values(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W):
 
 
 @numba.njit(cache=True)
-def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
-    """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
-    gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
-    whether the value and the sums of gradient and Hessian are finite."""
-    t, G, h = stacked_terms(X, y, s, term, logistic, w, order >= 1)
+def _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, grad):
+    """The value of :func:`stacked_augmented` at w, its gradient (if ``grad``, else
+    empty), c, and what its Hessian needs (p, b, ∇Tₖ, the rows' ℓ'')."""
+    t, G, h = stacked_terms(X, y, s, term, logistic, w, grad)
     m, K = A.shape
     d = w.shape[0]
     val, c, p, b = _stacked_penalized(t, A, o, a0, o0, mu, beta)
-    g = np.zeros(d if order >= 1 else 0)
-    if order >= 1:
+    g = np.zeros(d if grad else 0)
+    if grad:
         for k in range(K):
             for a in range(d):
                 g[a] += b[k] * G[k, a]
-    if order < 2:
-        return val, g, np.zeros((0, 0)), c, np.isfinite(val + np.sum(g))
+    return val, g, c, p, b, G, h
+
+
+@numba.njit(cache=True)
+def _stacked_hessian(X, s, term, A, beta, p, b, G, h):
+    """The Hessian of :func:`stacked_augmented` from the pieces of
+    :func:`_stacked_gradient`: Σₖ bₖ∇²Tₖ + β Σ_{j: pⱼ > 0} ∇cⱼ∇cⱼᵀ."""
+    m, K = A.shape
     H = stacked_gram(X, s, term, h, b)
-    gj = np.empty(d)
+    gj = np.empty(H.shape[0])
     for j in range(m):
         if p[j] > 0.0:                       # β ∇cⱼ∇cⱼᵀ of an active row
             gj[:] = 0.0
             for k in range(K):
                 _axpy(A[j, k], G[k], gj)     # ∇cⱼ = Σₖ A_jk ∇Tₖ
             _add_outer_upper(beta, gj, H)
-    H = _finish_sym(H, 1.0)
+    return _finish_sym(H, 1.0)
+
+
+@numba.njit(cache=True)
+def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
+    """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
+    gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
+    whether the value and the sums of gradient and Hessian are finite."""
+    val, g, c, p, b, G, h = _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu,
+                                              beta, w, order >= 1)
+    if order < 2:
+        return val, g, np.zeros((0, 0)), c, np.isfinite(val + np.sum(g))
+    H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
     return val, g, H, c, np.isfinite(val + np.sum(g) + np.sum(H))
 
 
 @numba.njit(cache=True)
-def _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x,
-                     order):
-    """:func:`stacked_augmented` plus (α/2)‖x − center‖²."""
-    val, g, H, _, finite = stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu,
-                                             beta, x, order)
+def _shift(val, g, alpha, center, x):
+    """Adds (α/2)‖x − center‖² to the value and its gradient (in place) to g."""
     for a in range(x.shape[0]):
         r = x[a] - center[a]
         val += 0.5 * alpha * r * r
-        if order >= 1:
-            g[a] += alpha * r
-        if order >= 2:
-            H[a, a] += alpha
-    return val, g, H, finite
+        g[a] += alpha * r
+    return val
 
 
 @numba.njit(cache=True)
 def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x0,
                      tol, max_iter):
     """:func:`constrfl.solvers.local.minimize_smooth` (Newton, Armijo backtracking, the
-    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖², compiled.
-    Returns ``(x, iterations, ‖∇‖∞, status)``: status 1 converged, 0 not (the line
-    search or ``max_iter`` ran out), −1 handed back at x (a Hessian that is not positive
-    definite, or a value that is not finite: the generic solver takes over)."""
+    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖², compiled;
+    a Hessian is formed only where a step is taken, from the pieces of the gradient's
+    pass.  Returns ``(x, iterations, ‖∇‖∞, status)``: status 1 converged, 0 not (the
+    line search or ``max_iter`` ran out), −1 handed back at x (a Hessian that is not
+    positive definite, or a value that is not finite: the generic solver takes over)."""
     x = x0.copy()
-    f, g, H, finite = _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                       alpha, center, x, 2)
-    if not finite:
+    f, g, _, p, b, G, h = _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu,
+                                            beta, x, True)
+    f = _shift(f, g, alpha, center, x)
+    if not np.isfinite(f + np.sum(g)):
         return x, 0, np.inf, -1
     r = np.max(np.abs(g))
     for it in range(max_iter):
         if r <= tol:
             return x, it, r, 1
+        H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
+        for a in range(x.shape[0]):
+            H[a, a] += alpha
         L, ok = _cholesky(H)
         if not ok:
             return x, it, r, -1
@@ -443,9 +459,10 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
         t = 1.0
         while True:
             x_new = x + t * step
-            f_new, g_new, _, finite = _stacked_shifted(X, y, s, term, logistic, A, o, a0,
-                                                       o0, mu, beta, alpha, center, x_new, 1)
-            if not finite:
+            f_new, g_new, _, p, b, G, h = _stacked_gradient(X, y, s, term, logistic, A, o,
+                                                            a0, o0, mu, beta, x_new, True)
+            f_new = _shift(f_new, g_new, alpha, center, x_new)
+            if not np.isfinite(f_new + np.sum(g_new)):
                 return x, it, r, -1
             r_new = np.max(np.abs(g_new))
             if (f_new <= f + ARMIJO * t * slope
@@ -455,10 +472,6 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
             if t < 1e-12:
                 return x, it, r, 0
         x, f, g, r = x_new, f_new, g_new, r_new
-        if r <= tol:
-            return x, it + 1, r, 1
-        H = _stacked_shifted(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha,
-                             center, x, 2)[2]
     return x, max_iter, r, 1 if r <= tol else 0
 
 

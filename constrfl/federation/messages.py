@@ -21,6 +21,7 @@ __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "t
            "pack_upper", "unpack_upper"]
 
 FLOAT = 8  # bytes a float on the wire
+_FLOAT64 = np.dtype(np.float64)
 
 
 class MessageType:
@@ -59,9 +60,9 @@ def check_payload(payload, what="payload"):
         if not isinstance(key, str):
             raise TypeError(f"{what} keys must be strings, got {key!r}")
         if isinstance(v, np.ndarray):
-            if v.dtype != np.float64:
+            if v.dtype != _FLOAT64:
                 raise TypeError(f"{what}[{key!r}] must be float64, got {v.dtype}")
-        elif not isinstance(v, (bool, numbers.Integral, float)) or isinstance(v, np.generic):
+        elif not isinstance(v, (float, bool, numbers.Integral)) or isinstance(v, np.generic):
             raise TypeError(f"{what}[{key!r}] must be a float64 array or a Python scalar, "
                             f"got {type(v).__name__}")
 
