@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels import max_abs_diff
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
@@ -244,7 +245,7 @@ def admm_step(msg, state, site):
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
     tol = msg["tol"]
     if "w_last" in state:
-        step = float(abs(w - state["w_last"]).max())
+        step = max_abs_diff(w, state["w_last"])
         tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
     out = None
     if state["local_hessian"] and party.stacked is not None \
