@@ -285,3 +285,11 @@ def test_csr_large_margins(margin):
     rv, rg, rH = decimal_logistic(X, y, s, w)
     assert relerr(v, rv) < 1e-13 and relerr(g, rg) < 1e-13 and relerr(H, rH) < 1e-13
     assert relerr(gr, rg) < 1e-13
+
+
+def test_max_abs_diff():
+    a, b = np.array([1.0, -2.0, 0.5]), np.array([0.5, 1.0, 0.5])
+    assert K.max_abs_diff(a, b) == np.max(np.abs(a - b)) == 3.0
+    assert K.max_abs_diff(a[:0], b[:0]) == 0.0
+    assert np.isnan(K.max_abs_diff(np.array([np.nan, 5.0]), np.zeros(2)))
+    assert K.max_abs_diff(np.array([np.inf]), np.zeros(1)) == np.inf
