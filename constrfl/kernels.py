@@ -377,8 +377,7 @@ def _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, grad):
     """The value of :func:`stacked_augmented` at w, its gradient (if ``grad``, else
     empty), c, and what its Hessian needs (p, b, ∇Tₖ, the rows' ℓ'')."""
     t, G, h = stacked_terms(X, y, s, term, logistic, w, grad)
-    m, K = A.shape
-    d = w.shape[0]
+    K, d = A.shape[1], w.shape[0]
     val, c, p, b = _stacked_penalized(t, A, o, a0, o0, mu, beta)
     g = np.zeros(d if grad else 0)
     if grad:
@@ -510,7 +509,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     return e, kappa, x, lam_new, x + lam_new / rho_next, status
 
 
-# ---- residuals (constrfl.kkt) --------------------------------------------------
+# ---- residuals and distances (constrfl.kkt, the ADMM handler) -------------------
 @numba.njit(cache=True)
 def max_abs_diff(a, b):
     """‖a − b‖∞ (NaN if an entry is NaN): 10× NumPy's at tens of entries."""

@@ -168,3 +168,19 @@ def test_compiled_admm_block_step_equals_the_generic_one(name):
     np.testing.assert_array_equal(reply["v"], party.stacked.admm_step(
         state["beta"], state["mu"], state["gamma"], state["wk"], w, state["u"],
         state["lam"], rho_next, rho_next, RELAXATION, tol, 100)[4])
+
+
+def test_admm_block_step_of_a_nonconvex_party_falls_back():
+    """Where the compiled block step hands back (an indefinite Hessian), the handler
+    replies with the function-by-function step."""
+    party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
+    state = {"beta": 3.0, "mu": np.zeros(1), "nu": np.zeros(0), "gamma": 0.0,
+             "wk": np.zeros(d), "u": 0.1 * np.ones(d), "lam": np.zeros(d), "rho": 0.02,
+             "local_hessian": True, "local_max_iter": 100, "adaptive": False}
+    w = 0.2 * np.ones(d)
+    assert party.stacked.admm_step(3.0, state["mu"], 0.0, state["wk"], w, state["u"],
+                                   state["lam"], 0.02, 0.02, RELAXATION, 1e-9, 100) is None
+    reply, _ = admm_step({"w": w, "tol": 1e-9}, state, Site(party, None))
+    ref = _block_step(state, party, w, 0.02, 1e-9)
+    for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
+        np.testing.assert_array_equal(reply[key], value)
