@@ -418,7 +418,7 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
 
 @numba.njit(cache=True)
 def _shift(val, g, alpha, center, x):
-    """Adds (α/2)‖x − center‖² to the value and its gradient (in place) to g."""
+    """``val + (α/2)‖x − center‖²``; the quadratic's gradient is added to g in place."""
     for a in range(x.shape[0]):
         r = x[a] - center[a]
         val += 0.5 * alpha * r * r
@@ -488,10 +488,10 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
 
     Returns ``(e, κ, u⁺, λ⁺, v, status)``, status that of :func:`stacked_minimize`, or −2
     when the evaluation at w is not finite (then only status is meaningful)."""
-    _, g, _, c, finite = stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                           w, 1)
+    val, g, c, mu_plus, _, _, _ = _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0,
+                                                    mu, beta, w, True)
     d = w.shape[0]
-    if not finite:
+    if not np.isfinite(val + np.sum(g)):
         return g, np.nan, u, lam, u, -2
     e = np.empty(d)
     w_hat = np.empty(d)
@@ -501,8 +501,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
         e[a] = g[a] + gamma * (w[a] - wk[a]) + lam[a] - rho * (w[a] - u[a])
         w_hat[a] = relax * w[a] + (1.0 - relax) * u[a]
         m[a] = (gamma * wk[a] + rho_next * w_hat[a] - lam[a]) / alpha
-    mu_plus = np.maximum(mu + beta * c, 0.0)
-    kappa = definition1(c, np.zeros(0), mu_plus, 0.0)
+    kappa = definition1(c, np.zeros(0), mu_plus, 0.0)     # μ⁺ = [μ + βc(w)]₊ = p
     x, _, _, status = stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
                                        alpha, m, u, tol, max_iter)
     lam_new = lam + rho_next * (x - w_hat)

@@ -118,17 +118,9 @@ class StackedRows:
             return None
         return val, (g if order >= 1 else None), (H if order >= 2 else None), c
 
-    def minimize(self, beta, mu, objective, alpha, center, x0, tol, max_iter):
-        """:func:`~constrfl.kernels.stacked_minimize` on :meth:`augmented` +
-        (α/2)‖· − center‖²: ``(x, iterations, ‖∇‖∞, status)``."""
-        return kernels.stacked_minimize(*self._args(beta, mu, objective), alpha,
-                                        np.ascontiguousarray(center, dtype=np.float64),
-                                        x0, tol, max_iter)
-
     def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, relax, tol, max_iter):
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
-        out = kernels.stacked_admm_step(self.X, self.y, self.s, self.term, self.logistic,
-                                        self.A, self.o, self.a0, self.o0, mu, beta, gamma,
-                                        wk, w, u, lam, rho, rho_next, relax, tol, max_iter)
+        out = kernels.stacked_admm_step(*self._args(beta, mu, True), gamma, wk, w, u, lam,
+                                        rho, rho_next, relax, tol, max_iter)
         return out[:5] if out[5] >= 0 else None

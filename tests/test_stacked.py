@@ -5,11 +5,11 @@ are evaluated as before."""
 import numpy as np
 import pytest
 
-from constrfl import Client, functions as fn
+from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
 from constrfl.federation.handlers import RELAXATION, Site, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
-from constrfl.solvers.local import minimize_shifted, minimize_smooth
+from constrfl.solvers.local import minimize_smooth
 
 rng = np.random.default_rng(7)
 d = 6
@@ -107,54 +107,47 @@ def test_values_at_several_points(name):
         assert v == pytest.approx(term(x, 0)[0], rel=1e-14, abs=1e-15)
 
 
-@pytest.mark.parametrize("name", list(parties()))
+NO_EQUALITIES = [n for n in parties() if n != "with an equality"]
+
+
+@pytest.mark.parametrize("name", NO_EQUALITIES)
 def test_compiled_local_newton_equals_the_generic_one(name):
-    """(19) by the compiled Newton (stacked parties without equalities) takes the steps of
-    minimize_smooth, and its answer is stationary by the function-by-function gradient."""
-    party = parties()[name]
-    mu = rng.random(party.n_ineq)
-    term = AugmentedTerm(party, 3.0, mu, rng.standard_normal(party.n_eq))
-    alpha, center, x0 = 0.7, rng.standard_normal(d), rng.standard_normal(d)
+    """(19) by the compiled Newton takes the steps of minimize_smooth, and its answer is
+    stationary by the function-by-function gradient."""
+    party, r = parties()[name], np.random.default_rng(11)
+    mu = r.random(party.n_ineq)
+    term = AugmentedTerm(party, 3.0, mu, np.zeros(0))
+    alpha, center, x0 = 0.7, r.standard_normal(d), r.standard_normal(d)
     tol = 1e-10
-    got = minimize_shifted(term, alpha, center, x0, tol)
+    x, iterations, residual, status = K.stacked_minimize(*party.stacked._args(3.0, mu, True), alpha,
+                                                  center, x0, tol, 100)
     ref = minimize_smooth(plus_quadratic(term, alpha, center), x0, tol)
-    assert got.converged and ref.converged and got.iterations == ref.iterations
-    np.testing.assert_allclose(got.x, ref.x, rtol=0, atol=1e-11)
-    v, g, _, c = term._by_function(got.x, 1)
-    if party.n_eq:
-        g = g + party.h_jac(got.x).T @ (term.nu + 3.0 * party.h_value(got.x))
-    assert np.max(np.abs(g + alpha * (got.x - center))) <= tol * (1 + 1e-6)
+    assert status == 1 and ref.converged and iterations == ref.iterations
+    np.testing.assert_allclose(x, ref.x, rtol=0, atol=1e-11)
+    g = term._by_function(x, 1)[1] + alpha * (x - center)
+    assert residual <= tol and np.max(np.abs(g)) <= tol * (1 + 1e-6)
 
 
 def test_compiled_local_newton_hands_back_an_indefinite_hessian():
     """A nonconvex stacked party (a negative loss weight): the compiled Newton stops at
-    the indefinite Hessian and the generic one (modified Newton) finishes the job."""
+    the indefinite Hessian, at its start point, with status −1."""
     party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
-    term = AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))
-    alpha, center, x0 = 0.02, np.zeros(d), 0.1 * np.ones(d)
-    assert party.stacked.minimize(3.0, np.zeros(1), True, alpha, center, x0, 1e-9, 100)[3] == -1
-    res = minimize_shifted(term, alpha, center, x0, 1e-9)
-    g = term._by_function(res.x, 1)[1] + alpha * (res.x - center)
-    assert res.converged and np.max(np.abs(g)) <= 1e-9
+    x0 = 0.1 * np.ones(d)
+    x, iterations, _, status = K.stacked_minimize(*party.stacked._args(3.0, np.zeros(1), True),
+                                                  0.02, np.zeros(d), x0, 1e-9, 100)
+    assert status == -1 and iterations == 0 and np.array_equal(x, x0)
 
 
-def test_compiled_local_newton_at_a_nonfinite_point_names_the_slot():
-    party = parties()["neyman-pearson"]
-    term = AugmentedTerm(party, 3.0, np.zeros(1), np.zeros(0))
-    with pytest.raises(PartyError, match="objective"):
-        minimize_shifted(term, 1.0, np.zeros(d), np.full(d, np.nan), 1e-9)
-
-
-@pytest.mark.parametrize("name", [n for n in parties() if n != "with an equality"])
+@pytest.mark.parametrize("name", NO_EQUALITIES)
 def test_compiled_admm_block_step_equals_the_generic_one(name):
     """The admm.step handler's compiled path (one kernel call) gives the eᵢ, κᵢ, uᵢ⁺, λᵢ⁺
     and vᵢ of its function-by-function path, and the handler replies with them."""
-    party = parties()[name]
-    state = {"beta": 3.0, "mu": rng.random(party.n_ineq), "nu": np.zeros(0), "gamma": 0.05,
-             "wk": rng.standard_normal(d), "u": rng.standard_normal(d),
-             "lam": rng.standard_normal(d), "rho": 0.8, "local_hessian": True,
+    party, r = parties()[name], np.random.default_rng(12)
+    state = {"beta": 3.0, "mu": r.random(party.n_ineq), "nu": np.zeros(0), "gamma": 0.05,
+             "wk": r.standard_normal(d), "u": r.standard_normal(d),
+             "lam": r.standard_normal(d), "rho": 0.8, "local_hessian": True,
              "local_max_iter": 100, "adaptive": False}
-    w, rho_next, tol = rng.standard_normal(d), 1.3, 1e-10
+    w, rho_next, tol = r.standard_normal(d), 1.3, 1e-10
     got = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
                                   w, state["u"], state["lam"], state["rho"], rho_next,
                                   RELAXATION, tol, 100)
@@ -184,3 +177,14 @@ def test_admm_block_step_of_a_nonconvex_party_falls_back():
     ref = _block_step(state, party, w, 0.02, 1e-9)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
         np.testing.assert_array_equal(reply[key], value)
+
+
+def test_admm_block_step_at_a_nonfinite_point_names_the_slot():
+    """At a w where the compiled step's evaluation is not finite, the handler's
+    function-by-function step runs, whose error names the slot."""
+    party = parties()["neyman-pearson"]
+    state = {"beta": 3.0, "mu": np.zeros(1), "nu": np.zeros(0), "gamma": 0.0,
+             "wk": np.zeros(d), "u": np.zeros(d), "lam": np.zeros(d), "rho": 1.0,
+             "local_hessian": True, "local_max_iter": 100, "adaptive": False}
+    with pytest.raises(PartyError, match="objective"):
+        admm_step({"w": np.full(d, np.nan), "tol": 1e-9}, state, Site(party, None))

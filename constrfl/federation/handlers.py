@@ -49,7 +49,7 @@ from ..kernels import max_abs_diff
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_quadratic
-from ..solvers.local import minimize_shifted
+from ..solvers.local import minimize_smooth
 from .messages import MessageType as M, pack_upper, trial_steps
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
@@ -274,8 +274,8 @@ def _block_step(state, party, w, rho_next, tol):
     else:
         # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖² = ALᵢ + (γ+ρ)/2‖u − m‖² + const (one quadratic)
         m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
-        u = minimize_shifted(term, gamma + rho, m, u, tol, state["local_max_iter"],
-                             state["local_hessian"]).x
+        u = minimize_smooth(plus_quadratic(term, gamma + rho, m), u, tol,
+                            state["local_max_iter"], state["local_hessian"]).x
     lam = lam + rho * (u - w_hat)                        # (20)
     return e, kappa, u, lam, u + lam / rho
 

@@ -2,9 +2,8 @@
 
 * :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search for a smooth,
   strongly convex function; L-BFGS (scipy) when no Hessian is available.  Stops when
-  ``‖∇f(x)‖∞ ≤ tol``.
-* :func:`minimize_shifted`: the same on an AL term plus a quadratic, (19) of a party's
-  ADMM handler; compiled in one call for a party of stacked row losses.
+  ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler (compiled for a
+  party of stacked row losses: :func:`~constrfl.kernels.stacked_minimize`).
 * :func:`newton_direction`, :func:`accept_step`, :func:`prox_newton_point`: the steps of
   the server's proximal Newton method (:mod:`.newton`).
 
@@ -21,7 +20,6 @@ from scipy.linalg import lapack
 
 from .. import kernels
 from ..kernels import ARMIJO
-from .augmented import plus_quadratic
 
 
 @dataclass
@@ -106,29 +104,6 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
             return LocalResult(x, it + 1, r, True)
         H = fun(x, 2)[2]
     return LocalResult(x, max_iter, r, r <= tol)
-
-
-def minimize_shifted(term, alpha, center, x0, tol, max_iter=100, use_hessian=True):
-    """:func:`minimize_smooth` on ``term + (α/2)‖· − center‖²`` (an
-    :class:`~.augmented.AugmentedTerm` plus a quadratic).  For a party of stacked row
-    losses without equalities (and d ≤ ``COMPILED_NEWTON_MAX_DIM``) the Newton
-    iterations run compiled in one call
-    (:func:`~constrfl.kernels.stacked_minimize`, the same method and acceptance test),
-    which hands back here only at a Hessian that is not positive definite or a value
-    that is not finite."""
-    x0, done = np.asarray(x0, dtype=np.float64), 0
-    party = term.party
-    if (use_hessian and party.stacked is not None and party.stacked.compiled_newton
-            and not party.n_eq):                                        # copies x0
-        x, done, r, status = party.stacked.minimize(
-            term.beta, term.mu, term.objective, float(alpha), center, x0, float(tol),
-            int(max_iter))
-        if status >= 0:
-            return LocalResult(x, done, r, status == 1)
-        x0 = x
-    res = minimize_smooth(plus_quadratic(term, alpha, center), x0, tol, max_iter - done,
-                          use_hessian)
-    return LocalResult(res.x, res.iterations + done, res.residual, res.converged)
 
 
 def _lbfgs(fun, x0, tol, max_iter):
