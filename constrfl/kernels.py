@@ -427,10 +427,47 @@ def _shift(val, g, alpha, center, x):
 
 
 @numba.njit(cache=True)
+def _metric_shift(val, g, J, center, x):
+    """``val + ½‖J(x − center)‖²``; its gradient Jᵀ J(x − center) is added to g in place."""
+    for j in range(J.shape[0]):
+        r = 0.0
+        for a in range(x.shape[0]):
+            r += J[j, a] * (x[a] - center[a])
+        val += 0.5 * r * r
+        for a in range(x.shape[0]):
+            g[a] += J[j, a] * r
+    return val
+
+
+@numba.njit(cache=True)
+def _metric_times(rho, J, x):
+    """(ρI + JᵀJ)x."""
+    out = rho * x
+    for j in range(J.shape[0]):
+        r = _dot(J[j], x)
+        for a in range(x.shape[0]):
+            out[a] += J[j, a] * r
+    return out
+
+
+@numba.njit(cache=True)
+def metric_solve(rho, J, x):
+    """(ρI + JᵀJ)⁻¹x by Woodbury: (x − Jᵀ(ρI + JJᵀ)⁻¹Jx)/ρ (one m×m solve, m = rows of J)."""
+    m = J.shape[0]
+    if m == 0:
+        return x / rho
+    K = J @ J.T
+    for j in range(m):
+        K[j, j] += rho
+    return (x - J.T @ np.linalg.solve(K, J @ x)) / rho
+
+
+@numba.njit(cache=True)
 def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x0,
-                     tol, max_iter):
+                     tol, max_iter, J, metric_center):
     """:func:`constrfl.solvers.local.minimize_smooth` (Newton, Armijo backtracking, the
-    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖², compiled;
+    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖² +
+    ½‖J(x − metric_center)‖² (J may have no rows), compiled;
     a Hessian is formed only where a step is taken, from the pieces of the gradient's
     pass.  Returns ``(x, iterations, ‖∇‖∞, status)``: status 1 converged, 0 not (the
     line search or ``max_iter`` ran out), −1 handed back at x (a Hessian that is not
@@ -438,14 +475,15 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
     x = x0.copy()
     f, g, _, p, b, G, h = _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu,
                                             beta, x, True)
-    f = _shift(f, g, alpha, center, x)
+    f = _metric_shift(_shift(f, g, alpha, center, x), g, J, metric_center, x)
     if not np.isfinite(f + np.sum(g)):
         return x, 0, np.inf, -1
+    JtJ = J.T @ J
     r = np.max(np.abs(g))
     for it in range(max_iter):
         if r <= tol:
             return x, it, r, 1
-        H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
+        H = _stacked_hessian(X, s, term, A, beta, p, b, G, h) + JtJ
         for a in range(x.shape[0]):
             H[a, a] += alpha
         L, ok = _cholesky(H)
@@ -460,7 +498,8 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
             x_new = x + t * step
             f_new, g_new, _, p, b, G, h = _stacked_gradient(X, y, s, term, logistic, A, o,
                                                             a0, o0, mu, beta, x_new, True)
-            f_new = _shift(f_new, g_new, alpha, center, x_new)
+            f_new = _metric_shift(_shift(f_new, g_new, alpha, center, x_new), g_new, J,
+                                  metric_center, x_new)
             if not np.isfinite(f_new + np.sum(g_new)):
                 return x, it, r, -1
             r_new = np.max(np.abs(g_new))
@@ -476,15 +515,17 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
 
 @numba.njit(cache=True)
 def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk, w, u,
-                      lam, rho, rho_next, relax, tol, max_iter):
+                      lam, rho, rho_next, J, relax, tol, max_iter):
     """The ``admm.step`` handler's arithmetic for a stacked party without equalities, in
-    one call: with φ = :func:`stacked_augmented` + (γ/2)‖· − wᵏ‖²,
+    one call: with φ = :func:`stacked_augmented` + (γ/2)‖· − wᵏ‖² and the penalty
+    R = ρI + JᵀJ (R' with ρ' = ``rho_next``),
 
-        e = ∇φ(w) + λ − ρ(w − u)                       (22), the server's ρ
+        e = ∇φ(w) + λ − R(w − u)                       (22), the server's R
         κ = Definition 1 at (w, [μ + βc(w)]₊)
-        ŵ = relax·w + (1 − relax)·u,  ρ' = ``rho_next``
-        u⁺ = argmin AL + (γ+ρ')/2‖· − m‖²,  m = (γwᵏ + ρ'ŵ − λ)/(γ+ρ')   (19), from u
-        λ⁺ = λ + ρ'(u⁺ − ŵ)                            (20),  v = u⁺ + λ⁺/ρ'.
+        ŵ = relax·w + (1 − relax)·u
+        u⁺ = argmin AL + (γ+ρ')/2‖· − m‖² + ½‖J(· − ŵ)‖²,  m = (γwᵏ + ρ'ŵ − λ)/(γ+ρ')
+                                                       (19), from u
+        λ⁺ = λ + R'(u⁺ − ŵ)                            (20),  v = u⁺ + R'⁻¹λ⁺.
 
     Returns ``(e, κ, u⁺, λ⁺, v, status)``, status that of :func:`stacked_minimize`, or −2
     when the evaluation at w is not finite (then only status is meaningful)."""
@@ -493,19 +534,20 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     d = w.shape[0]
     if not np.isfinite(val + np.sum(g)):
         return g, np.nan, u, lam, u, -2
+    Rd = _metric_times(rho, J, w - u)
     e = np.empty(d)
     w_hat = np.empty(d)
     m = np.empty(d)
     alpha = gamma + rho_next
     for a in range(d):
-        e[a] = g[a] + gamma * (w[a] - wk[a]) + lam[a] - rho * (w[a] - u[a])
+        e[a] = g[a] + gamma * (w[a] - wk[a]) + lam[a] - Rd[a]
         w_hat[a] = relax * w[a] + (1.0 - relax) * u[a]
         m[a] = (gamma * wk[a] + rho_next * w_hat[a] - lam[a]) / alpha
     kappa = definition1(c, np.zeros(0), mu_plus, 0.0)     # μ⁺ = [μ + βc(w)]₊ = p
     x, _, _, status = stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                       alpha, m, u, tol, max_iter)
-    lam_new = lam + rho_next * (x - w_hat)
-    return e, kappa, x, lam_new, x + lam_new / rho_next, status
+                                       alpha, m, u, tol, max_iter, J, w_hat)
+    lam_new = lam + _metric_times(rho_next, J, x - w_hat)
+    return e, kappa, x, lam_new, x + metric_solve(rho_next, J, lam_new), status
 
 
 # ---- residuals and distances (constrfl.kkt, the ADMM handler) -------------------

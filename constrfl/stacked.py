@@ -118,9 +118,10 @@ class StackedRows:
             return None
         return val, (g if order >= 1 else None), (H if order >= 2 else None), c
 
-    def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, relax, tol, max_iter):
+    def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
+                  max_iter):
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
         out = kernels.stacked_admm_step(*self._args(beta, mu, True), gamma, wk, w, u, lam,
-                                        rho, rho_next, relax, tol, max_iter)
+                                        rho, rho_next, J, relax, tol, max_iter)
         return out[:5] if out[5] >= 0 else None

@@ -18,7 +18,7 @@ def test_constant_hessian_parties():
 def started(client, wk, local_hessian=True, rho=0.3, adaptive=False, cold=True):
     state = init_state(client)
     msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": cold, "local_max_iter": 100,
-           "local_hessian": local_hessian, "adaptive": adaptive}
+           "local_hessian": local_hessian, "adaptive": adaptive, "metric": True}
     if rho is not None:
         msg["rho"] = rho
     return dispatch("al.begin+admm.start", msg, state, Site(client))
@@ -57,6 +57,31 @@ def test_quadratic_local_step_is_exact():
         assert np.allclose(reply["v"], state["u"] + state["lam"] / rho, rtol=0, atol=1e-12)
 
 
+def test_quadratic_local_step_is_exact_with_a_gauss_newton_penalty():
+    """With the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ, (19) is still one exact solve (Woodbury over
+    the rows of Jᵢ): the gradient of φᵢ + ⟨λ, u − ŵ⟩ + ½‖u − ŵ‖²_R vanishes, λ moves by
+    R(u − ŵ), eᵢ uses the server's R, and vᵢ = uᵢ + R⁻¹λᵢ."""
+    client = lcqp_problem().clients[0]
+    rng = np.random.default_rng(1)
+    wk = rng.standard_normal(client.objective.dim)
+    _, state = started(client, wk)
+    J = rng.standard_normal((2, wk.size))
+    state = dict(state, J=J, lam=rng.standard_normal(wk.size))
+    phi, rho = phi_of(client, state, wk), state["rho"]
+    R = rho * np.eye(wk.size) + J.T @ J
+    w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
+    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
+    alpha = handlers.RELAXATION
+    w_hat = alpha * w + (1 - alpha) * u
+    x = state["u"]
+    g = phi(x, 1)[1] + lam + R @ (x - w_hat)
+    assert np.max(np.abs(g)) <= 1e-9 * max(1.0, np.max(np.abs(phi(w, 1)[1])))
+    np.testing.assert_allclose(state["lam"], lam + R @ (x - w_hat), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(reply["e"], phi(w, 1)[1] + lam - R @ (w - u), rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(R @ (reply["v"] - x), state["lam"], rtol=0, atol=1e-10)
+
+
 def test_first_penalty_is_the_geometric_mean_of_the_curvature():
     """Without a given ρ: det(∇²φᵢ(wᵏ))^(1/d), so scaling a block's objective by s
     scales its first ρᵢ by about s (exactly, but for the proximal share γ)."""
@@ -93,18 +118,32 @@ def test_spectral_rule_every_five_rounds():
 
 
 def test_warm_start_carries_the_block_over():
-    """A later subproblem (not cold) keeps uᵢ, λᵢ, ρᵢ and uploads nothing."""
+    """A later subproblem (not cold) keeps uᵢ, λᵢ, ρᵢ; it uploads Jᵢ, √β times the
+    gradients at wᵏ of the constraints it expects active (μ⁺ > 0 or μ⁺ + βc > 0), and
+    vᵢ = uᵢ + Rᵢ⁻¹λᵢ for its new penalty Rᵢ = ρᵢI + JᵢᵀJᵢ."""
     client = np_problem(3).clients[0]
     wk = np.full(client.objective.dim, 0.1)
     _, state = started(client, wk)
     _, state = dispatch("admm.step", {"w": wk + 0.05, "tol": 1e-8}, state, Site(client))
     msg = {"w": wk + 0.02, "beta": 20.0, "gamma": 0.005, "cold": False,
-           "local_max_iter": 100, "local_hessian": True, "adaptive": False}
+           "local_max_iter": 100, "local_hessian": True, "adaptive": False, "metric": True}
     reply, new = dispatch("al.update+admm.start", msg, state, Site(client))
     assert set(reply) == {"mu", "nu", "lagrangian_grad", "feasibility", "complementarity",
-                          "definition1", "objective"}
+                          "definition1", "objective", "v", "J"}
     assert all(np.array_equal(new[k], state[k]) for k in ("u", "lam")) and \
         new["rho"] == state["rho"] and "w_last" not in new
+    c, Jc = client.c_value_jac(msg["w"])
+    active = (reply["mu"] > 0) | (reply["mu"] + 20.0 * c > 0)
+    assert active.any()
+    np.testing.assert_allclose(reply["J"], np.sqrt(20.0) * Jc[active], rtol=1e-14)
+    J, d = reply["J"], reply["v"] - new["u"]
+    np.testing.assert_allclose(new["rho"] * d + J.T @ (J @ d), new["lam"], rtol=0,
+                               atol=1e-12 * np.max(np.abs(new["lam"])))
+    off = dict(msg, metric=False)
+    reply, _ = dispatch("al.update+admm.start", off, state, Site(client))
+    assert reply["J"].shape == (0, wk.size)
+    np.testing.assert_allclose(reply["v"], state["u"] + state["lam"] / state["rho"],
+                               rtol=1e-15)
 
 
 def test_handlers_are_pure():

@@ -8,6 +8,7 @@ import pytest
 
 import constrfl as cf
 from constrfl import functions as fn, prox
+from constrfl.federation import handlers
 from builders import np_problem
 
 
@@ -53,22 +54,30 @@ def test_bit_identical_reruns():
     assert [h["stationarity"] for h in r1.history] == [h["stationarity"] for h in r2.history]
 
 
-def test_message_accounting():
+def test_message_accounting(monkeypatch):
     """inner="admm".  Rounds: one start-up round, one per ADMM iteration, one per outer
     iteration (the multiplier/KKT round, which also starts the next subproblem).
     Floats per client (each client here has one constraint row, μᵢ ∈ R; ρ="auto":
     each block chooses its first ρᵢ):
-    start-up    down w, β, γ, cold, adaptive, local_max_iter, local_hessian   up vᵢ, ρᵢ
+    start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
+                up vᵢ, ρᵢ, Jᵢ (no rows: cold)
     ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
-    outer       down w, β, γ, cold, adaptive, local_max_iter, local_hessian
-                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ (the ADMM
-                block carries over: the server holds vᵢ, ρᵢ already)"""
+    outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
+                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, and the
+                ADMM block's vᵢ and Jᵢ for its new penalty (rᵢ rows of d floats: the
+                constraints it expects active)"""
+    rows = []
+    real = handlers._constraint_metric
+    monkeypatch.setattr(handlers, "_constraint_metric",
+                        lambda *a: rows.append(real(*a).shape[0]) or real(*a))
     p = np_problem(5, 0.4)
     res = cf.solve(p, method="fedproxal", inner="admm")
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
-    assert res.bytes_down == 8 * n * ((d + 6) + T * (d + 1) + K * (d + 6))
-    assert res.bytes_up == 8 * n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4))
+    assert len(rows) == n * K and sum(rows) > 0
+    assert res.bytes_down == 8 * n * ((d + 7) + T * (d + 1) + K * (d + 7))
+    assert res.bytes_up == 8 * (n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4 + d))
+                                + d * sum(rows))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
 

@@ -8,7 +8,7 @@ import pytest
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
 from constrfl.federation.handlers import RELAXATION, Site, _block_step, admm_step
-from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
+from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.solvers.local import minimize_smooth
 
 rng = np.random.default_rng(7)
@@ -110,21 +110,25 @@ def test_values_at_several_points(name):
 NO_EQUALITIES = [n for n in parties() if n != "with an equality"]
 
 
+@pytest.mark.parametrize("rows", [0, 2])
 @pytest.mark.parametrize("name", NO_EQUALITIES)
-def test_compiled_local_newton_equals_the_generic_one(name):
-    """(19) by the compiled Newton takes the steps of minimize_smooth, and its answer is
-    stationary by the function-by-function gradient."""
+def test_compiled_local_newton_equals_the_generic_one(name, rows):
+    """(19) by the compiled Newton, with ``rows`` rows of a Gauss-Newton term
+    ½‖J(x − c)‖², takes the steps of minimize_smooth, and its answer is stationary by
+    the function-by-function gradient."""
     party, r = parties()[name], np.random.default_rng(11)
     mu = r.random(party.n_ineq)
     term = AugmentedTerm(party, 3.0, mu, np.zeros(0))
     alpha, center, x0 = 0.7, r.standard_normal(d), r.standard_normal(d)
+    J, jc = 2.0 * r.standard_normal((rows, d)), r.standard_normal(d)
     tol = 1e-10
-    x, iterations, residual, status = K.stacked_minimize(*party.stacked._args(3.0, mu, True), alpha,
-                                                  center, x0, tol, 100)
-    ref = minimize_smooth(plus_quadratic(term, alpha, center), x0, tol)
+    x, iterations, residual, status = K.stacked_minimize(
+        *party.stacked._args(3.0, mu, True), alpha, center, x0, tol, 100, J, jc)
+    fun = plus_quadratic(term, alpha, center)
+    ref = minimize_smooth(plus_gauss_newton(fun, J, jc) if rows else fun, x0, tol)
     assert status == 1 and ref.converged and iterations == ref.iterations
     np.testing.assert_allclose(x, ref.x, rtol=0, atol=1e-11)
-    g = term._by_function(x, 1)[1] + alpha * (x - center)
+    g = term._by_function(x, 1)[1] + alpha * (x - center) + J.T @ (J @ (x - jc))
     assert residual <= tol and np.max(np.abs(g)) <= tol * (1 + 1e-6)
 
 
@@ -134,23 +138,26 @@ def test_compiled_local_newton_hands_back_an_indefinite_hessian():
     party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
     x0 = 0.1 * np.ones(d)
     x, iterations, _, status = K.stacked_minimize(*party.stacked._args(3.0, np.zeros(1), True),
-                                                  0.02, np.zeros(d), x0, 1e-9, 100)
+                                                  0.02, np.zeros(d), x0, 1e-9, 100,
+                                                  np.zeros((0, d)), np.zeros(d))
     assert status == -1 and iterations == 0 and np.array_equal(x, x0)
 
 
+@pytest.mark.parametrize("rows", [0, 2])
 @pytest.mark.parametrize("name", NO_EQUALITIES)
-def test_compiled_admm_block_step_equals_the_generic_one(name):
+def test_compiled_admm_block_step_equals_the_generic_one(name, rows):
     """The admm.step handler's compiled path (one kernel call) gives the eᵢ, κᵢ, uᵢ⁺, λᵢ⁺
-    and vᵢ of its function-by-function path, and the handler replies with them."""
+    and vᵢ of its function-by-function path, with the penalty ρᵢI + JᵢᵀJᵢ (``rows``
+    rows of Jᵢ), and the handler replies with them."""
     party, r = parties()[name], np.random.default_rng(12)
     state = {"beta": 3.0, "mu": r.random(party.n_ineq), "nu": np.zeros(0), "gamma": 0.05,
              "wk": r.standard_normal(d), "u": r.standard_normal(d),
              "lam": r.standard_normal(d), "rho": 0.8, "local_hessian": True,
-             "local_max_iter": 100, "adaptive": False}
+             "local_max_iter": 100, "adaptive": False, "J": r.standard_normal((rows, d))}
     w, rho_next, tol = r.standard_normal(d), 1.3, 1e-10
     got = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
                                   w, state["u"], state["lam"], state["rho"], rho_next,
-                                  RELAXATION, tol, 100)
+                                  state["J"], RELAXATION, tol, 100)
     ref = _block_step(state, party, w, rho_next, tol)
     assert got is not None
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-13)     # eᵢ
@@ -160,7 +167,7 @@ def test_compiled_admm_block_step_equals_the_generic_one(name):
     reply, _ = admm_step({"w": w, "tol": tol}, dict(state, rho=rho_next), Site(party, None))
     np.testing.assert_array_equal(reply["v"], party.stacked.admm_step(
         state["beta"], state["mu"], state["gamma"], state["wk"], w, state["u"],
-        state["lam"], rho_next, rho_next, RELAXATION, tol, 100)[4])
+        state["lam"], rho_next, rho_next, state["J"], RELAXATION, tol, 100)[4])
 
 
 def test_admm_block_step_of_a_nonconvex_party_falls_back():
@@ -169,10 +176,12 @@ def test_admm_block_step_of_a_nonconvex_party_falls_back():
     party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
     state = {"beta": 3.0, "mu": np.zeros(1), "nu": np.zeros(0), "gamma": 0.0,
              "wk": np.zeros(d), "u": 0.1 * np.ones(d), "lam": np.zeros(d), "rho": 0.02,
-             "local_hessian": True, "local_max_iter": 100, "adaptive": False}
+             "local_hessian": True, "local_max_iter": 100, "adaptive": False,
+             "J": np.zeros((0, d))}
     w = 0.2 * np.ones(d)
     assert party.stacked.admm_step(3.0, state["mu"], 0.0, state["wk"], w, state["u"],
-                                   state["lam"], 0.02, 0.02, RELAXATION, 1e-9, 100) is None
+                                   state["lam"], 0.02, 0.02, state["J"], RELAXATION, 1e-9,
+                                   100) is None
     reply, _ = admm_step({"w": w, "tol": 1e-9}, state, Site(party, None))
     ref = _block_step(state, party, w, 0.02, 1e-9)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
@@ -185,6 +194,7 @@ def test_admm_block_step_at_a_nonfinite_point_names_the_slot():
     party = parties()["neyman-pearson"]
     state = {"beta": 3.0, "mu": np.zeros(1), "nu": np.zeros(0), "gamma": 0.0,
              "wk": np.zeros(d), "u": np.zeros(d), "lam": np.zeros(d), "rho": 1.0,
-             "local_hessian": True, "local_max_iter": 100, "adaptive": False}
+             "local_hessian": True, "local_max_iter": 100, "adaptive": False,
+             "J": np.zeros((0, d))}
     with pytest.raises(PartyError, match="objective"):
         admm_step({"w": np.full(d, np.nan), "tol": 1e-9}, state, Site(party, None))

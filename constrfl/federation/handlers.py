@@ -45,10 +45,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels import max_abs_diff
+from ..kernels import max_abs_diff, metric_solve
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
-from ..solvers.augmented import AugmentedTerm, plus_quadratic
+from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from ..solvers.local import minimize_smooth
 from .messages import MessageType as M, pack_upper, trial_steps
 
@@ -194,22 +194,50 @@ def _first_rho(state, party, phi):
 @handles(M.ADMM_START)
 def admm_start(msg, state, site):
     """Cold (the first subproblem): uᵢ = wᵏ, λᵢ = 0 and ρᵢ as given (or
-    :func:`_first_rho`); reply vᵢ = uᵢ, ρᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry over from the
-    last subproblem, whose vᵢ the server already holds: empty reply."""
+    :func:`_first_rho`); reply vᵢ = uᵢ, ρᵢ and an empty Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry
+    over from the last subproblem; with ``metric`` the block's penalty becomes
+    Rᵢ = ρᵢI + JᵢᵀJᵢ (:func:`_constraint_metric`); reply Jᵢ and vᵢ = uᵢ + Rᵢ⁻¹λᵢ."""
     state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
                  local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
-    if not msg["cold"]:
-        return {}, state
     wk = state["wk"]
+    J = (_constraint_metric(state, site.party) if msg["metric"] and not msg["cold"]
+         else np.zeros((0, wk.size)))
+    state["J"] = J
+    if not msg["cold"]:
+        return {"v": state["u"] + metric_solve(state["rho"], J, state["lam"]), "J": J}, state
     rho = msg["rho"] if "rho" in msg else _first_rho(state, site.party, _phi(state, site.party))
     state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
-    return {"v": wk, "rho": rho}, state
+    return {"v": wk, "rho": rho, "J": J}, state
+
+
+def _constraint_metric(state, party):
+    """Jᵢ of the block's penalty Rᵢ = ρᵢI + JᵢᵀJᵢ: √β times the gradients at wᵏ of its
+    equalities and of the inequalities it expects active (μⱼ > 0 or μⱼ + βcⱼ(wᵏ) > 0),
+    so that JᵢᵀJᵢ is the Gauss-Newton curvature β∇c∇cᵀ of its AL term: the stiff
+    directions a scalar ρᵢ cannot match (docs/algorithms.md §4)."""
+    wk, beta, mu = state["wk"], state["beta"], state["mu"]
+    rows = []
+    if party.n_ineq:
+        c, Jc = party.c_value_jac(wk)
+        rows.append(Jc[(mu > 0) | (mu + beta * c > 0)])
+    if party.n_eq:
+        rows.append(party.h_jac(wk))
+    return np.sqrt(beta) * np.vstack(rows) if rows else np.zeros((0, wk.size))
+
+
+def _off_metric(J, x):
+    """x without its component in the row space of J (x itself when J has no rows)."""
+    if not J.shape[0]:
+        return x
+    Q = np.linalg.qr(J.T)[0]
+    return x - Q @ (Q.T @ x)
 
 
 def _spectral(state, w):
     """The block's penalty rule: rᵢ = ‖λᵢ − λᵢʳᵉᶠ‖₂/‖w − wʳᵉᶠ‖₂ over the last
-    ``SPECTRAL_EVERY`` rounds (the curvature its dual sees along the server's motion),
+    ``SPECTRAL_EVERY`` rounds, both off the rows of Jᵢ (the curvature its dual sees along
+    the server's motion, where the metric JᵢᵀJᵢ does not already match it),
     ρᵢ ← ρᵢ^(1−a) rᵢ^a with a weight a that decays with the number of changes so far
     (bounded total change); returns (ρᵢ, state changes)."""
     rho, age = state["rho"], state["age"]
@@ -217,8 +245,10 @@ def _spectral(state, w):
         return rho, {"age": age + 1}
     updates = state["updates"]
     if "w_ref" in state:
-        dw = float(np.linalg.norm(w - state["w_ref"]))
-        r = float(np.linalg.norm(state["lam"] - state["lam_ref"])) / dw if dw > 0 else 0.0
+        J = state["J"]
+        dw = float(np.linalg.norm(_off_metric(J, w - state["w_ref"])))
+        r = (float(np.linalg.norm(_off_metric(J, state["lam"] - state["lam_ref"]))) / dw
+             if dw > 0 else 0.0)
         if np.isfinite(r) and r > 0:
             a = SPECTRAL_WEIGHT / (1.0 + (updates / SPECTRAL_HORIZON) ** 2)
             rho = float(rho ** (1.0 - a) * r ** a)
@@ -235,9 +265,10 @@ def _definition1(term, w):
 
 @handles(M.ADMM_STEP)
 def admm_step(msg, state, site):
-    """(22) as the vector eᵢ with the ρᵢ the server used for w; then the next ρᵢ, (19)
-    to the relative tolerance and (20), both at the over-relaxed ŵ = α·w + (1 − α)·uᵢ.
-    Reply eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ and the Definition-1 residual κᵢ at (w, μ⁺).  A party
+    """(22) as the vector eᵢ with the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ the server used for w;
+    then the next ρᵢ, (19) to the relative tolerance and (20), both at the over-relaxed
+    ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ and the Definition-1 residual
+    κᵢ at (w, μ⁺).  A party
     of stacked row losses without equalities, of a dimension where compiled Newton pays
     (:data:`~constrfl.stacked.COMPILED_NEWTON_MAX_DIM`), does it all in one compiled
     call (:func:`~constrfl.kernels.stacked_admm_step`), else :func:`_block_step`."""
@@ -252,7 +283,8 @@ def admm_step(msg, state, site):
             and party.stacked.compiled_newton and not party.n_eq and not _exact(state, party):
         out = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"],
                                       state["wk"], w, state["u"], state["lam"], state["rho"],
-                                      rho, RELAXATION, tol, state["local_max_iter"])
+                                      rho, state["J"], RELAXATION, tol,
+                                      state["local_max_iter"])
     e, kappa, u, lam, v = out or _block_step(state, party, w, rho, tol)
     reply = {"e": e, "v": v, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
@@ -260,24 +292,38 @@ def admm_step(msg, state, site):
 
 def _block_step(state, party, w, rho_next, tol):
     """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step`, evaluated function by function."""
-    u, lam, rho, gamma = state["u"], state["lam"], state["rho"], state["gamma"]
+    u, lam, rho, gamma, J = state["u"], state["lam"], state["rho"], state["gamma"], state["J"]
     term = _term(state, party)
     grad_w = term(w, 1)[1] + gamma * (w - state["wk"])   # ∇φᵢ(w)
-    e = grad_w + lam - rho * (w - u)                     # (22), with the server's ρᵢ
+    e = grad_w + lam - (rho * (w - u) + J.T @ (J @ (w - u)))   # (22), the server's Rᵢ
     kappa = _definition1(term, w)                        # c(w), h(w) of the line above
     rho = rho_next
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
         Q, eig = _eigen(party, state, _phi(state, party))
-        qg = Q.T @ (grad_w + lam) + eig * (Q.T @ (w_hat - w))
-        u = w_hat - Q @ (qg / (eig + rho))
+        u = w_hat - _quadratic_solve(Q, eig, rho, J,
+                                     grad_w + lam + Q @ (eig * (Q.T @ (w_hat - w))))
     else:
-        # φᵢ + ⟨λ, u−ŵ⟩ + ρ/2‖u−ŵ‖² = ALᵢ + (γ+ρ)/2‖u − m‖² + const (one quadratic)
+        # φᵢ + ⟨λ, u−ŵ⟩ + ½‖u−ŵ‖²_R = ALᵢ + (γ+ρ)/2‖u − m‖² + ½‖J(u − ŵ)‖² + const
         m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
-        u = minimize_smooth(plus_quadratic(term, gamma + rho, m), u, tol,
-                            state["local_max_iter"], state["local_hessian"]).x
-    lam = lam + rho * (u - w_hat)                        # (20)
-    return e, kappa, u, lam, u + lam / rho
+        fun = plus_quadratic(term, gamma + rho, m)
+        if J.shape[0]:
+            fun = plus_gauss_newton(fun, J, w_hat)
+        u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"]).x
+    lam = lam + rho * (u - w_hat) + J.T @ (J @ (u - w_hat))   # (20)
+    return e, kappa, u, lam, u + metric_solve(rho, J, lam)
+
+
+def _quadratic_solve(Q, eig, rho, J, r):
+    """(Q diag(eig) Qᵀ + ρI + JᵀJ)⁻¹ r, by Woodbury over the rows of J."""
+    def base(x):                                       # (∇²φᵢ + ρI)⁻¹ x
+        return Q @ ((Q.T @ x) / (eig + rho)[:, None] if x.ndim == 2 else
+                    (Q.T @ x) / (eig + rho))
+    y = base(r)
+    if J.shape[0]:
+        BJ = base(J.T)
+        y = y - BJ @ np.linalg.solve(np.eye(J.shape[0]) + J @ BJ, J @ y)
+    return y
 
 
 # -- the federated Newton inner solver ----------------------------------------------------

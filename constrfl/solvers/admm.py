@@ -5,17 +5,18 @@ its own (f₀, c₀, h₀), the server's block (its AL₀ as a consensus block l
 answered in the server's process without traffic).  Their side is the ``admm.start`` and
 ``admm.step`` handlers of :mod:`constrfl.federation.handlers`.  Per round the server
 broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share eᵢ,
-vᵢ = uᵢ + λᵢ/ρᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
+vᵢ = uᵢ + Rᵢ⁻¹λᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
 measured (docs/algorithms.md §4):
 
-* The server's w-step is always the closed form of (18),
+* The server's w-step is always exact: the closed form of (18),
 
       σ = Σᵢ ρᵢ + γ,  a = (Σᵢ ρᵢ vᵢ + γ wᵏ) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),  γ = 1/((n+1)β),
 
-  with ε₀,ₜ = 0 (the server's own functions are a block, not part of this step).
-* The stop test is ‖Σᵢ eᵢ‖∞ ≤ τ with eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − ρᵢ(wᵗ⁺¹ − uᵢᵗ), the vector
-  whose norm is (22)'s εᵢ.  Since wᵗ⁺¹ minimizes P + γ/2‖· − wᵏ‖² + Σᵢ ρᵢ/2‖· − vᵢ‖²,
-  Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹) whatever the ρᵢ, vᵢ are, as long as each eᵢ uses the ρᵢ and uᵢ,
+  or, with penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ (below), one d×d solve; ε₀,ₜ = 0 (the
+  server's own functions are a block, not part of this step).
+* The stop test is ‖Σᵢ eᵢ‖∞ ≤ τ with eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − Rᵢ(wᵗ⁺¹ − uᵢᵗ), the vector
+  whose norm is (22)'s εᵢ.  Since wᵗ⁺¹ minimizes P + γ/2‖· − wᵏ‖² + Σᵢ ½‖· − vᵢ‖²_Rᵢ,
+  Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹) whatever the Rᵢ, vᵢ are, as long as each eᵢ uses the Rᵢ and uᵢ,
   λᵢ the server's step used — which is why a block computes eᵢ before it changes ρᵢ.
   So this certifies (10) as (23) does, never looser than Σᵢ εᵢ, and only the sum is
   needed (secure aggregation applies).
@@ -27,13 +28,19 @@ measured (docs/algorithms.md §4):
   relaxation with summable weights: the total change is bounded, ρᵢ settles).  The
   first ρᵢ is det(∇²φᵢ(w⁰))^(1/d).  Both are homogeneous of degree one in the block's
   curvature: scaling one client's data scales its ρᵢ, not anyone else's rounds.
+* **Penalty metric.**  A block's penalty is Rᵢ = ρᵢI + JᵢᵀJᵢ, the rows of Jᵢ √β times
+  the gradients at wᵏ of its equalities and the inequalities it expects active: the
+  Gauss-Newton curvature β∇c∇cᵀ of its AL term, far stiffer than the rest of φᵢ, which
+  no scalar ρᵢ matches.  Fixed within a subproblem; none in the first (multipliers still
+  zero); only for P zero or a ridge, where (18) stays exact as one d×d solve.  The
+  certificate holds with Rᵢ in place of ρᵢ.
 * **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
   ŵ = 1.5·wᵗ⁺¹ − 0.5·uᵢᵗ instead of wᵗ⁺¹ (Boyd et al. 2011, §3.4.3).  The certificate
   is unchanged: it needs only that eᵢ uses the vᵢ the w-step used.
 * **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, 0.1·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at least τ/1000), an
   error that follows the ADMM's own progress (summable, Eckstein & Bertsekas 1992).
 * **Warm start.**  The first subproblem starts cold (λᵢ = 0, uᵢ = w⁰); later ones keep
-  (uᵢ, λᵢ, ρᵢ) from the last (no upload: the server holds every vᵢ).
+  (uᵢ, λᵢ, ρᵢ) from the last; each block uploads its new Jᵢ and vᵢ = uᵢ + Rᵢ⁻¹λᵢ.
 * **Early stop.**  By the identity above dist∞(0, ∂ℓ(wᵗ⁺¹, μ⁺, ν⁺)) ≤ ‖Σᵢ eᵢ‖∞ +
   ‖wᵗ⁺¹ − wᵏ‖∞/β for the multipliers of step 3 at wᵗ⁺¹, and κᵢ is block i's exact
   Definition-1 residual there: once both meet (ε₁, ε₂) the subproblem stops, and the
@@ -47,6 +54,7 @@ import numpy as np
 
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M
+from ..prox import SquaredL2, Zero
 
 __all__ = ["ADMM", "ADMMState"]
 
@@ -64,6 +72,7 @@ class ADMMState:
     certificate: float = np.inf
     early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
+    J: list = None          # the blocks' Jᵢ (rows × d) of their penalties ρᵢI + JᵢᵀJᵢ
 
     @property
     def converged(self):
@@ -88,6 +97,7 @@ class ADMM:
                                  server=float(np.mean(rho))))
         self.P, self.n, self.eps = regularizer, len(names), eps
         self.max_iter = max_iter
+        self.metric = isinstance(regularizer, (Zero, SquaredL2))   # (18) stays exact
         self.local = {"local_max_iter": int(local_max_iter),
                       "local_hessian": local_solver == "newton",
                       "adaptive": bool(adaptive_rho)}
@@ -100,7 +110,8 @@ class ADMM:
         server's block has none: its share is in the w-step); cold without a
         ``previous`` subproblem, with each block's first ρᵢ if given."""
         cold = previous is None
-        payload = {"gamma": self.gamma(beta), "cold": cold, **self.local}
+        payload = {"gamma": self.gamma(beta), "cold": cold, "metric": self.metric,
+                   **self.local}
         per_client = ({n: {"rho": r} for n, r in self.initial_rho.items()} if cold
                       else {})
         per_client["server"] = dict(per_client.get("server", {}), gamma=0.0)
@@ -109,12 +120,22 @@ class ADMM:
     def begin(self, replies, wk, tau, beta, previous=None):
         """The subproblem's first state: from the cold start's replies, or the previous
         subproblem's uploads."""
-        if previous is None:
-            blocks = list(replies.values())
-            v, rho = np.array([r["v"] for r in blocks]), np.array([r["rho"] for r in blocks])
-        else:
-            v, rho = previous.v, previous.rho
-        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho)
+        blocks = list(replies.values())
+        v = np.array([r["v"] for r in blocks])
+        rho = previous.rho if previous is not None else np.array([r["rho"] for r in blocks])
+        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho, J=[r["J"] for r in blocks])
+
+    def w_step(self, s, gamma):
+        """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
+        Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when every Jᵢ is empty, else one d×d solve
+        (P quadratic: the metric is only asked for then)."""
+        sigma = s.rho.sum() + gamma
+        if not any(J.shape[0] for J in s.J):
+            return self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)
+        A = sum(J.T @ J for J in s.J)
+        A[np.diag_indices_from(A)] += sigma + getattr(self.P, "lam", 0.0)
+        rhs = s.rho @ s.v + gamma * s.wk + sum(J.T @ (J @ v) for J, v in zip(s.J, s.v))
+        return np.linalg.solve(A, rhs)
 
     def run(self, fed, s, beta):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
@@ -122,8 +143,7 @@ class ADMM:
         gamma = self.gamma(beta)
         eps1, eps2 = self.eps
         while not s.done and s.iterations < self.max_iter:
-            sigma = s.rho.sum() + gamma
-            w = self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)   # (18)
+            w = self.w_step(s, gamma)                                      # (18)
             if not np.all(np.isfinite(w)):
                 raise NonFiniteIterate(f"non-finite ADMM iterate in round {s.iterations + 1}")
             replies = list(fed.broadcast(M.ADMM_STEP, {"w": w, "tol": s.tau},

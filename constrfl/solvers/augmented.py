@@ -154,6 +154,20 @@ def plus_quadratic(fun, alpha, center):
     return shifted
 
 
+def plus_gauss_newton(fun, J, center):
+    """``fun(w) + ½‖J(w − center)‖²`` as a smooth function of the same protocol."""
+    def shifted(w, order=2):
+        val, g, H = fun(w, order)
+        r = J @ (w - center)
+        val = val + 0.5 * (r @ r)
+        if g is not None:
+            g = g + J.T @ r
+        if H is not None:
+            H = H + J.T @ J
+        return val, g, H
+    return shifted
+
+
 def pooled(funs):
     """``Σₖ funₖ`` (cProx-AL evaluates the pooled subproblem)."""
     def total(w, order=2):
