@@ -153,7 +153,8 @@ def assert_same(a, b):
 
 
 CASES = {
-    "admm": dict(max_outer=1),                 # al.begin+admm.start, admm.step, al.update+…
+    "admm": dict(max_outer=2, max_inner=40),   # al.begin+admm.start, admm.step, al.update+…
+    #                                            (the second subproblem with the metric Jᵢ)
     "newton": dict(inner="newton"),            # to optimality
     "newton-cg": dict(inner="newton-cg"),      # to optimality, Hessian-vector rounds
     "fedavg": dict(method="fedavg", penalty="quadratic", rounds=6, client_fraction=0.6),
