@@ -1,10 +1,14 @@
 """One block's side of Algorithm 2 (the ``admm.*`` handlers), run as the pure functions
 they are: the exact local step on a quadratic φᵢ, the first penalty and the spectral
-rule against formulas computed here, the carried-over state."""
+rule against formulas computed here, the carried-over state; and the server's w-step
+with the blocks' penalty metrics."""
 import numpy as np
+import pytest
 
+import constrfl as cf
 from constrfl.federation import handlers
 from constrfl.federation.handlers import Site, dispatch, init_state
+from constrfl.solvers.admm import ADMM, ADMMState
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 
 from builders import lcqp_problem, np_problem
@@ -175,3 +179,23 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     sub = plus_quadratic(phi, new["rho"], w_hat - state["lam"] / new["rho"])
     g = np.max(np.abs(sub(new["u"], 1)[1]))
     assert 1e-12 < g <= 1e-5          # iterative: small, but not solved to rounding
+
+
+@pytest.mark.parametrize("rows", [(1, 0, 2), (9, 8, 7)])      # Woodbury; more rows than d
+@pytest.mark.parametrize("ridge", [0.0, 0.3, "weighted"])
+def test_w_step_with_penalty_metrics_is_the_exact_minimizer(rows, ridge):
+    """(18) with Rᵢ = ρᵢI + JᵢᵀJᵢ: the gradient of P + γ/2‖w − wᵏ‖² + Σᵢ ½‖w − vᵢ‖²_Rᵢ
+    vanishes at the server's w (by Woodbury when the Jᵢ have fewer rows than d, else
+    one dense solve)."""
+    rng = np.random.default_rng(7)
+    d, gamma = 6, 0.01
+    lam = rng.random(d) if ridge == "weighted" else ridge
+    P = cf.prox.SquaredL2(lam) if ridge else cf.prox.Zero()
+    J = [30.0 * rng.standard_normal((r, d)) for r in rows]
+    s = ADMMState(wk=rng.standard_normal(d), tau=1e-6, w=None,
+                  v=rng.standard_normal((len(rows), d)), rho=rng.random(len(rows)), J=J)
+    w = ADMM(["a", "b", "c"], None, P, (1e-6, 1e-6)).w_step(s, gamma)
+    g = (lam * w if ridge else 0.0) + gamma * (w - s.wk) + sum(
+        r * (w - v) + Jk.T @ (Jk @ (w - v)) for r, v, Jk in zip(s.rho, s.v, J))
+    scale = sum(np.abs(Jk.T @ (Jk @ v)).max() for Jk, v in zip(J, s.v))
+    assert np.max(np.abs(g)) <= 1e-12 * scale

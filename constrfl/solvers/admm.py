@@ -127,15 +127,20 @@ class ADMM:
 
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
-        Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when every Jᵢ is empty, else one d×d solve
-        (P quadratic: the metric is only asked for then)."""
+        Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when every Jᵢ is empty, else the linear system
+        (B + UᵀU)w = Σᵢ Rᵢvᵢ + γwᵏ, B = σI + ∇²P diagonal (P is zero or a ridge: the
+        metric is only asked for then) and U the stacked Jᵢ, by Woodbury when U has
+        fewer rows than d (O(rows·d) instead of a d×d factorization)."""
         sigma = s.rho.sum() + gamma
         if not any(J.shape[0] for J in s.J):
             return self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)
-        A = sum(J.T @ J for J in s.J)
-        A[np.diag_indices_from(A)] += sigma + getattr(self.P, "lam", 0.0)
+        U = np.vstack(s.J)
+        b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0) * np.ones(U.shape[1])
         rhs = s.rho @ s.v + gamma * s.wk + sum(J.T @ (J @ v) for J, v in zip(s.J, s.v))
-        return np.linalg.solve(A, rhs)
+        if U.shape[0] >= U.shape[1]:
+            return np.linalg.solve(U.T @ U + np.diag(b), rhs)
+        x, UB = rhs / b, U / b
+        return x - UB.T @ np.linalg.solve(np.eye(U.shape[0]) + UB @ U.T, U @ x)
 
     def run(self, fed, s, beta):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
