@@ -19,13 +19,14 @@ docs/algorithms.md):
   residuals and fᵢ(w).
 * ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
   multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
-* ``admm.start`` {gamma, cold, adaptive, local_max_iter, local_hessian, [rho]}:
+* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho]}:
   φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
-  and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ), else (uᵢ, λᵢ, ρᵢ) carry over (empty reply).
-* ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the ρᵢ the server used), the
+  and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ, an empty Jᵢ), else (uᵢ, λᵢ, ρᵢ) carry over and,
+  with ``metric``, the penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ (reply Jᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ).
+* ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the Rᵢ the server used), the
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
   ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
-  eᵢ, vᵢ = uᵢ + λᵢ/ρᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
+  eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
 * ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)

@@ -30,7 +30,7 @@ class MessageType:
     AL_BEGIN = "al.begin"          # start subproblem (9) at centre w with penalty β
     AL_UPDATE = "al.update"        # multiplier step 3 at w, KKT share; start the next (9)
     KKT_REPORT = "kkt.report"      # KKT share at w with given multipliers (baselines)
-    ADMM_START = "admm.start"      # Algorithm 2: uᵢ = wᵏ, λᵢ (cold or warm), upload vᵢ
+    ADMM_START = "admm.start"      # Algorithm 2: uᵢ = wᵏ, λᵢ (cold or warm), upload vᵢ, Jᵢ
     ADMM_STEP = "admm.step"        # Algorithm 2: (22), (19), (20)
     NEWTON_EVAL = "newton.eval"    # ALᵢ at trial points (+ gradient, Hessian)
     NEWTON_HVP = "newton.hvp"      # ∇²ALᵢ(w) v, for Newton-CG

@@ -12,8 +12,9 @@ measured (docs/algorithms.md §4):
 
       σ = Σᵢ ρᵢ + γ,  a = (Σᵢ ρᵢ vᵢ + γ wᵏ) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),  γ = 1/((n+1)β),
 
-  or, with penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ (below), one d×d solve; ε₀,ₜ = 0 (the
-  server's own functions are a block, not part of this step).
+  or, with penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ (below), one linear solve (Woodbury over
+  the rows of the Jᵢ); ε₀,ₜ = 0 (the server's own functions are a block, not part of
+  this step).
 * The stop test is ‖Σᵢ eᵢ‖∞ ≤ τ with eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − Rᵢ(wᵗ⁺¹ − uᵢᵗ), the vector
   whose norm is (22)'s εᵢ.  Since wᵗ⁺¹ minimizes P + γ/2‖· − wᵏ‖² + Σᵢ ½‖· − vᵢ‖²_Rᵢ,
   Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹) whatever the Rᵢ, vᵢ are, as long as each eᵢ uses the Rᵢ and uᵢ,
@@ -32,7 +33,7 @@ measured (docs/algorithms.md §4):
   the gradients at wᵏ of its equalities and the inequalities it expects active: the
   Gauss-Newton curvature β∇c∇cᵀ of its AL term, far stiffer than the rest of φᵢ, which
   no scalar ρᵢ matches.  Fixed within a subproblem; none in the first (multipliers still
-  zero); only for P zero or a ridge, where (18) stays exact as one d×d solve.  The
+  zero); only for P zero or a ridge, where (18) stays exact as one linear solve.  The
   certificate holds with Rᵢ in place of ρᵢ.
 * **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
   ŵ = 1.5·wᵗ⁺¹ − 0.5·uᵢᵗ instead of wᵗ⁺¹ (Boyd et al. 2011, §3.4.3).  The certificate
@@ -66,7 +67,7 @@ class ADMMState:
     wk: np.ndarray          # centre of the subproblem
     tau: float              # its tolerance τ_k
     w: np.ndarray           # current wᵗ
-    v: np.ndarray           # (blocks, d): the uploads uᵢ + λᵢ/ρᵢ
+    v: np.ndarray           # (blocks, d): the uploads uᵢ + Rᵢ⁻¹λᵢ
     rho: np.ndarray         # (blocks,): the blocks' ρᵢ
     iterations: int = 0     # rounds done in this subproblem
     certificate: float = np.inf
@@ -118,8 +119,8 @@ class ADMM:
         return payload, per_client
 
     def begin(self, replies, wk, tau, beta, previous=None):
-        """The subproblem's first state: from the cold start's replies, or the previous
-        subproblem's uploads."""
+        """The subproblem's first state: each block's vᵢ and Jᵢ from its ``admm.start``
+        reply, ρᵢ from it (cold) or carried over from the ``previous`` subproblem."""
         blocks = list(replies.values())
         v = np.array([r["v"] for r in blocks])
         rho = previous.rho if previous is not None else np.array([r["rho"] for r in blocks])
