@@ -15,7 +15,9 @@ from .status import STATUSES
 __all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION"]
 
 FORMAT = "constrfl-result"
-FORMAT_VERSION = 1
+#: 2: the ADMM's state holds its blocks' penalty metrics (a version-1 ADMM state cannot
+#: be resumed: its clients' states lack them)
+FORMAT_VERSION = 2
 
 
 @dataclass

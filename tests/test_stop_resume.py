@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import constrfl as cf
+from constrfl.result import FORMAT_VERSION
 from builders import np_problem
 
 TESTS = Path(__file__).resolve().parent
@@ -141,7 +142,7 @@ def test_save_format_is_plain_and_checked(tmp_path):
     res = cf.solve(p, max_outer=2)
     path = res.save(tmp_path / "r")
     record = json.loads((path / "result.json").read_text())
-    assert record["format"] == "constrfl-result" and record["version"] == 1
+    assert record["format"] == "constrfl-result" and record["version"] == FORMAT_VERSION
     with np.load(path / "arrays.npz", allow_pickle=False) as z:
         assert "w" in z.files
     back = cf.load_result(path)
