@@ -440,7 +440,7 @@ def _metric_shift(val, g, J, center, x):
 
 
 @numba.njit(cache=True)
-def _metric_times(rho, J, x):
+def metric_times(rho, J, x):
     """(ρI + JᵀJ)x."""
     out = rho * x
     for j in range(J.shape[0]):
@@ -478,12 +478,14 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
     f = _metric_shift(_shift(f, g, alpha, center, x), g, J, metric_center, x)
     if not np.isfinite(f + np.sum(g)):
         return x, 0, np.inf, -1
-    JtJ = J.T @ J
+    JtJ = J.T @ J if J.shape[0] else np.zeros((0, 0))
     r = np.max(np.abs(g))
     for it in range(max_iter):
         if r <= tol:
             return x, it, r, 1
-        H = _stacked_hessian(X, s, term, A, beta, p, b, G, h) + JtJ
+        H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
+        if J.shape[0]:
+            H += JtJ
         for a in range(x.shape[0]):
             H[a, a] += alpha
         L, ok = _cholesky(H)
@@ -534,7 +536,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     d = w.shape[0]
     if not np.isfinite(val + np.sum(g)):
         return g, np.nan, u, lam, u, -2
-    Rd = _metric_times(rho, J, w - u)
+    Rd = metric_times(rho, J, w - u)
     e = np.empty(d)
     w_hat = np.empty(d)
     m = np.empty(d)
@@ -546,7 +548,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     kappa = definition1(c, np.zeros(0), mu_plus, 0.0)     # μ⁺ = [μ + βc(w)]₊ = p
     x, _, _, status = stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
                                        alpha, m, u, tol, max_iter, J, w_hat)
-    lam_new = lam + _metric_times(rho_next, J, x - w_hat)
+    lam_new = lam + metric_times(rho_next, J, x - w_hat)
     return e, kappa, x, lam_new, x + metric_solve(rho_next, J, lam_new), status
 
 

@@ -21,3 +21,17 @@ def np_problem(n_clients, r=0.4, rows=600, server_separation=None, regularizer=N
 
 def lcqp_problem():
     return lcqp(n_clients=5, dim=50, rows_per_client=2, seed=0)
+
+
+def count_metric_rows(monkeypatch):
+    """A list that collects, as the solve runs, the number of rows of every ADMM penalty
+    metric Jᵢ a block chooses (``admm.start`` warm)."""
+    from constrfl.federation import handlers
+    rows, real = [], handlers._constraint_metric
+
+    def spy(*args):
+        J = real(*args)
+        rows.append(J.shape[0])
+        return J
+    monkeypatch.setattr(handlers, "_constraint_metric", spy)
+    return rows

@@ -8,7 +8,7 @@ import pytest
 import constrfl as cf
 from constrfl.federation import handlers
 from constrfl.federation.handlers import Site, dispatch, init_state
-from constrfl.solvers.admm import ADMM, ADMMState
+from constrfl.solvers.admm import ADMM
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 
 from builders import lcqp_problem, np_problem
@@ -192,9 +192,11 @@ def test_w_step_with_penalty_metrics_is_the_exact_minimizer(rows, ridge):
     lam = rng.random(d) if ridge == "weighted" else ridge
     P = cf.prox.SquaredL2(lam) if ridge else cf.prox.Zero()
     J = [30.0 * rng.standard_normal((r, d)) for r in rows]
-    s = ADMMState(wk=rng.standard_normal(d), tau=1e-6, w=None,
-                  v=rng.standard_normal((len(rows), d)), rho=rng.random(len(rows)), J=J)
-    w = ADMM(["a", "b", "c"], None, P, (1e-6, 1e-6)).w_step(s, gamma)
+    replies = {n: {"v": rng.standard_normal(d), "rho": rng.random(), "J": Jn}
+               for n, Jn in zip("abc", J)}
+    admm = ADMM(list("abc"), None, P, (1e-6, 1e-6))
+    s = admm.begin(replies, rng.standard_normal(d), 1e-6, 10.0)     # the blocks' uploads
+    w = admm.w_step(s, gamma)
     g = (lam * w if ridge else 0.0) + gamma * (w - s.wk) + sum(
         r * (w - v) + Jk.T @ (Jk @ (w - v)) for r, v, Jk in zip(s.rho, s.v, J))
     scale = sum(np.abs(Jk.T @ (Jk @ v)).max() for Jk, v in zip(J, s.v))

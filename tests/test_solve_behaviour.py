@@ -8,8 +8,7 @@ import pytest
 
 import constrfl as cf
 from constrfl import functions as fn, prox
-from constrfl.federation import handlers
-from builders import np_problem
+from builders import count_metric_rows, np_problem
 
 
 def box_qp(a, upper):
@@ -66,10 +65,7 @@ def test_message_accounting(monkeypatch):
                 up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, and the
                 ADMM block's vᵢ and Jᵢ for its new penalty (rᵢ rows of d floats: the
                 constraints it expects active)"""
-    rows = []
-    real = handlers._constraint_metric
-    monkeypatch.setattr(handlers, "_constraint_metric",
-                        lambda *a: rows.append(real(*a).shape[0]) or real(*a))
+    rows = count_metric_rows(monkeypatch)
     p = np_problem(5, 0.4)
     res = cf.solve(p, method="fedproxal", inner="admm")
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations

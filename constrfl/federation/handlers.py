@@ -46,11 +46,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels import max_abs_diff, metric_solve
+from ..kernels import max_abs_diff, metric_solve, metric_times
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
 from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
-from ..solvers.local import minimize_smooth
+from ..solvers.local import minimize_smooth, woodbury_solve
 from .messages import MessageType as M, pack_upper, trial_steps
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
@@ -227,12 +227,13 @@ def _constraint_metric(state, party):
     return np.sqrt(beta) * np.vstack(rows) if rows else np.zeros((0, wk.size))
 
 
-def _off_metric(J, x):
-    """x without its component in the row space of J (x itself when J has no rows)."""
+def _off_metric(J, *xs):
+    """The xs without their components in the row space of J (as they are when J has no
+    rows)."""
     if not J.shape[0]:
-        return x
+        return xs
     Q = np.linalg.qr(J.T)[0]
-    return x - Q @ (Q.T @ x)
+    return [x - Q @ (Q.T @ x) for x in xs]
 
 
 def _spectral(state, w):
@@ -246,10 +247,9 @@ def _spectral(state, w):
         return rho, {"age": age + 1}
     updates = state["updates"]
     if "w_ref" in state:
-        J = state["J"]
-        dw = float(np.linalg.norm(_off_metric(J, w - state["w_ref"])))
-        r = (float(np.linalg.norm(_off_metric(J, state["lam"] - state["lam_ref"]))) / dw
-             if dw > 0 else 0.0)
+        dw, dl = _off_metric(state["J"], w - state["w_ref"], state["lam"] - state["lam_ref"])
+        dw = float(np.linalg.norm(dw))
+        r = float(np.linalg.norm(dl)) / dw if dw > 0 else 0.0
         if np.isfinite(r) and r > 0:
             a = SPECTRAL_WEIGHT / (1.0 + (updates / SPECTRAL_HORIZON) ** 2)
             rho = float(rho ** (1.0 - a) * r ** a)
@@ -269,10 +269,10 @@ def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ the server used for w;
     then the next ρᵢ, (19) to the relative tolerance and (20), both at the over-relaxed
     ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ and the Definition-1 residual
-    κᵢ at (w, μ⁺).  A party
-    of stacked row losses without equalities, of a dimension where compiled Newton pays
-    (:data:`~constrfl.stacked.COMPILED_NEWTON_MAX_DIM`), does it all in one compiled
-    call (:func:`~constrfl.kernels.stacked_admm_step`), else :func:`_block_step`."""
+    κᵢ at (w, μ⁺).  A party of stacked row losses without equalities, of a dimension
+    where compiled Newton pays (:data:`~constrfl.stacked.COMPILED_NEWTON_MAX_DIM`), does
+    it all in one compiled call (:func:`~constrfl.kernels.stacked_admm_step`), else
+    :func:`_block_step`."""
     party, w = site.party, msg["w"]
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
     tol = msg["tol"]
@@ -296,14 +296,15 @@ def _block_step(state, party, w, rho_next, tol):
     u, lam, rho, gamma, J = state["u"], state["lam"], state["rho"], state["gamma"], state["J"]
     term = _term(state, party)
     grad_w = term(w, 1)[1] + gamma * (w - state["wk"])   # ∇φᵢ(w)
-    e = grad_w + lam - (rho * (w - u) + J.T @ (J @ (w - u)))   # (22), the server's Rᵢ
+    e = grad_w + lam - metric_times(rho, J, w - u)       # (22), with the server's Rᵢ
     kappa = _definition1(term, w)                        # c(w), h(w) of the line above
     rho = rho_next
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
         Q, eig = _eigen(party, state, _phi(state, party))
-        u = w_hat - _quadratic_solve(Q, eig, rho, J,
-                                     grad_w + lam + Q @ (eig * (Q.T @ (w_hat - w))))
+        u = w_hat - woodbury_solve(      # (∇²φᵢ + ρI + JᵀJ)⁻¹, by the eigenvectors
+            lambda x: Q @ ((Q.T @ x).T / (eig + rho)).T,
+            J, grad_w + lam + Q @ (eig * (Q.T @ (w_hat - w))))
     else:
         # φᵢ + ⟨λ, u−ŵ⟩ + ½‖u−ŵ‖²_R = ALᵢ + (γ+ρ)/2‖u − m‖² + ½‖J(u − ŵ)‖² + const
         m = (gamma * state["wk"] + rho * w_hat - lam) / (gamma + rho)
@@ -311,20 +312,8 @@ def _block_step(state, party, w, rho_next, tol):
         if J.shape[0]:
             fun = plus_gauss_newton(fun, J, w_hat)
         u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"]).x
-    lam = lam + rho * (u - w_hat) + J.T @ (J @ (u - w_hat))   # (20)
+    lam = lam + metric_times(rho, J, u - w_hat)         # (20)
     return e, kappa, u, lam, u + metric_solve(rho, J, lam)
-
-
-def _quadratic_solve(Q, eig, rho, J, r):
-    """(Q diag(eig) Qᵀ + ρI + JᵀJ)⁻¹ r, by Woodbury over the rows of J."""
-    def base(x):                                       # (∇²φᵢ + ρI)⁻¹ x
-        return Q @ ((Q.T @ x) / (eig + rho)[:, None] if x.ndim == 2 else
-                    (Q.T @ x) / (eig + rho))
-    y = base(r)
-    if J.shape[0]:
-        BJ = base(J.T)
-        y = y - BJ @ np.linalg.solve(np.eye(J.shape[0]) + J @ BJ, J @ y)
-    return y
 
 
 # -- the federated Newton inner solver ----------------------------------------------------

@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M
 from ..prox import SquaredL2, Zero
+from .local import woodbury_solve
 
 __all__ = ["ADMM", "ADMMState"]
 
@@ -73,7 +74,8 @@ class ADMMState:
     certificate: float = np.inf
     early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
-    J: list = None          # the blocks' Jᵢ (rows × d) of their penalties ρᵢI + JᵢᵀJᵢ
+    U: np.ndarray = None    # (rows, d): the blocks' Jᵢ of their penalties ρᵢI + JᵢᵀJᵢ,
+    owner: np.ndarray = None  # stacked; (rows,): the block of each row
 
     @property
     def converged(self):
@@ -124,24 +126,34 @@ class ADMM:
         blocks = list(replies.values())
         v = np.array([r["v"] for r in blocks])
         rho = previous.rho if previous is not None else np.array([r["rho"] for r in blocks])
-        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho, J=[r["J"] for r in blocks])
+        J = [r["J"] for r in blocks]
+        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho, U=np.vstack(J),
+                         owner=np.repeat(np.arange(len(J)), [Ji.shape[0] for Ji in J]))
 
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
         Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when every Jᵢ is empty, else the linear system
         (B + UᵀU)w = Σᵢ Rᵢvᵢ + γwᵏ, B = σI + ∇²P diagonal (P is zero or a ridge: the
         metric is only asked for then) and U the stacked Jᵢ, by Woodbury when U has
-        fewer rows than d (O(rows·d) instead of a d×d factorization)."""
-        sigma = s.rho.sum() + gamma
-        if not any(J.shape[0] for J in s.J):
+        fewer rows than d (O(rows·d) instead of a d×d factorization), refined once."""
+        sigma, U = s.rho.sum() + gamma, s.U
+        if not U.shape[0]:
             return self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)
-        U = np.vstack(s.J)
-        b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0) * np.ones(U.shape[1])
-        rhs = s.rho @ s.v + gamma * s.wk + sum(J.T @ (J @ v) for J, v in zip(s.J, s.v))
+        b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0) * np.ones(s.wk.size)
+        # Σᵢ JᵢᵀJᵢvᵢ = Uᵀ(row r of U · v of its block)
+        rhs = s.rho @ s.v + gamma * s.wk + U.T @ np.einsum("rd,rd->r", U, s.v[s.owner])
         if U.shape[0] >= U.shape[1]:
-            return np.linalg.solve(U.T @ U + np.diag(b), rhs)
-        x, UB = rhs / b, U / b
-        return x - UB.T @ np.linalg.solve(np.eye(U.shape[0]) + UB @ U.T, U @ x)
+            M = U.T @ U + np.diag(b)
+
+            def solve(r):
+                return np.linalg.solve(M, r)
+        else:
+            def solve(r):
+                return woodbury_solve(lambda x: (x.T / b).T, U, r)
+        w = solve(rhs)
+        # one step of iterative refinement: Woodbury cancels digits, and the certificate
+        # is exact only to the w-step's own residual
+        return w + solve(rhs - b * w - U.T @ (U @ w))
 
     def run(self, fed, s, beta):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated

@@ -114,6 +114,16 @@ def _lbfgs(fun, x0, tol, max_iter):
     return LocalResult(res.x, int(res.nit), r, r <= tol)
 
 
+def woodbury_solve(base_solve, U, r):
+    """(B + UᵀU)⁻¹ r from ``base_solve(X) = B⁻¹X`` (on a vector or the columns of a
+    matrix): B⁻¹r − B⁻¹Uᵀ(I + UB⁻¹Uᵀ)⁻¹UB⁻¹r, one solve of the size of U's rows."""
+    y = base_solve(r)
+    if not U.shape[0]:
+        return y
+    BU = base_solve(U.T)
+    return y - BU @ np.linalg.solve(np.eye(U.shape[0]) + U @ BU, U @ y)
+
+
 def prox_newton_point(x, g, H, P, tol, max_iter=20000):
     """``argmin_z gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)`` by ADMM on the splitting y = z:
     y-step solves (H + σI)y = Hx − g + σ(z − q) (eigendecomposition of H, done once),
