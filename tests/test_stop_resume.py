@@ -173,7 +173,7 @@ def test_sigint_stops_a_long_solve_cleanly():
         p = np_problem(5, 0.4, rows=400)
         print("ready", flush=True)
         res = cf.solve(p, inner="admm", rho=0.001, adaptive_rho=False, beta=1000.0,
-                       max_inner=10**7)
+                       max_inner=10**7, tol=1e-14)      # a stop test it cannot meet
         print("RESULT", res.status, res.rounds, flush=True)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
