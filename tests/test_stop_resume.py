@@ -64,9 +64,10 @@ def test_time_limit_inside_the_inner_loop():
     """max_time is checked every round: a budget far shorter than one subproblem stops
     the ADMM in the middle of it, and the result resumes to the uninterrupted answer."""
     p = np_problem(5, 0.4, rows=400)
-    opts = dict(inner="admm", rho=0.01, adaptive_rho=False, beta=300.0)   # thousands of rounds
+    opts = dict(inner="admm", rho=0.01, adaptive_rho=False, beta=300.0)   # ~800 + 150 rounds
+    cf.solve(p, max_outer=1, **opts)                  # compiled: the next time is the solve's
     full = cf.solve(p, max_outer=2, **opts)
-    res = cf.solve(p, max_time=0.2, max_outer=2, **opts)
+    res = cf.solve(p, max_time=full.time / 4, max_outer=2, **opts)   # inside the first
     assert res.status == "time_limit"
     assert 0 < res.rounds < full.rounds and res.outer_iterations < 2
     again = cf.solve(p, resume=res)
