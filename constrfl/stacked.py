@@ -22,7 +22,6 @@ overhead, which dominates at tens of rows.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import kernels
 from .functions import Cached, LeastSquares, LogisticLoss, Sum
@@ -56,6 +55,36 @@ def _combination(f):
     return coef, offset
 
 
+def stacked_matrix(blocks):
+    """The row blocks of the kernels' layouts (a dense array or a :class:`kernels.CSR`
+    each, as a row loss holds its X in ``_Xk``) one above the other: a dense array when
+    every block is dense, else one CSR, a dense block entering by its nonzeros.
+
+    The layout is chosen from the blocks the kernels are given, never from the user's
+    X: a dense X sparse enough to be held as CSR is a CSR block.  The kernels give the
+    same results on a matrix in either layout."""
+    if all(isinstance(b, np.ndarray) for b in blocks):
+        return np.ascontiguousarray(np.vstack(blocks))
+    return _vstack_csr([kernels.CSR.from_dense(b) if isinstance(b, np.ndarray) else b
+                        for b in blocks])
+
+
+def _vstack_csr(blocks):
+    """CSR blocks with the same columns one above the other: each block's entries
+    ``[indptr[0], indptr[-1])`` concatenated, its row pointers shifted to where its
+    entries start in the result."""
+    span = [slice(b.indptr[0], b.indptr[-1]) for b in blocks]
+    start = np.cumsum([0] + [s.stop - s.start for s in span[:-1]])
+    indptr = np.concatenate([[0]] + [b.indptr[1:] - b.indptr[0] + s0
+                                     for b, s0 in zip(blocks, start)])
+    return kernels.CSR(indptr.astype(np.int64),
+                       np.concatenate([b.indices[s] for b, s in zip(blocks, span)]
+                                      ).astype(np.int64),
+                       np.concatenate([b.data[s] for b, s in zip(blocks, span)]
+                                      ).astype(np.float64),
+                       blocks[0].ncols)
+
+
 class StackedRows:
     """The rows of a party's distinct row losses, stacked (see the module docstring)."""
 
@@ -79,10 +108,7 @@ class StackedRows:
         self.y = np.concatenate([f.y for f in losses])
         self.s = np.concatenate([f.s / f.s.sum() for f in losses])
         self.compiled_newton = losses[0].dim <= COMPILED_NEWTON_MAX_DIM
-        if all(isinstance(f._Xk, np.ndarray) for f in losses):
-            self.X = np.ascontiguousarray(np.vstack([f._Xk for f in losses]))
-        else:
-            self.X = kernels.CSR.from_scipy(sp.csr_array(sp.vstack([f.X for f in losses])))
+        self.X = stacked_matrix([f._Xk for f in losses])
 
     @classmethod
     def of(cls, party):

@@ -4,12 +4,14 @@ compiled ADMM block step equals the handler's generic one, and parties they cann
 are evaluated as before."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
 from constrfl.federation.handlers import RELAXATION, Site, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.solvers.local import minimize_smooth
+from constrfl.stacked import stacked_matrix
 
 rng = np.random.default_rng(7)
 d = 6
@@ -38,6 +40,12 @@ def parties():
         "with an equality": Client(fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.6],
                                    [fn.Affine(rng.standard_normal((2, d)), np.ones(2))]),
         "constraints only": Client(constraints=[fn.LogisticLoss(X2, y2) - 0.4]),
+        # issue 19: a dense X sparse enough to be held as CSR, in blocks of one shape
+        "dense X held as CSR, equal blocks": Client(
+            0.05 * fn.LogisticLoss(Xsp[:40], np.zeros(40)),
+            [fn.LogisticLoss(Xsp[40:], np.ones(40)) - 0.2]),
+        "a dense and a CSR block of one shape": Client(
+            fn.LogisticLoss(X1, y1), [fn.LogisticLoss(Xsp[:25], np.ones(25)) - 0.3]),
     }
 
 
@@ -68,6 +76,48 @@ def test_one_pass_equals_function_by_function(name, objective):
                 H0 += 3.0 * party.h_jac(w).T @ party.h_jac(w)
                 np.testing.assert_allclose(H, H0, rtol=1e-12, atol=1e-13)
                 np.testing.assert_array_equal(H, H.T)
+
+
+def dense(M):
+    """A kernels.CSR (row j: entries indptr[j]:indptr[j+1]) or a dense block as a
+    dense array, written out entry by entry."""
+    if isinstance(M, np.ndarray):
+        return M
+    out = np.zeros((len(M.indptr) - 1, M.ncols))
+    for j in range(out.shape[0]):
+        for k in range(M.indptr[j], M.indptr[j + 1]):
+            out[j, M.indices[k]] += M.data[k]
+    return out
+
+
+def test_equal_blocks_of_a_dense_x_held_as_csr_stack():
+    """Issue 19: blocks of one shape whose dense X the losses hold as CSR (and a dense
+    block beside a CSR one) stack into the rows of the users' X, in the CSR layout."""
+    for name in ("dense X held as CSR, equal blocks", "a dense and a CSR block of one shape"):
+        party = parties()[name]
+        losses = [party.objective.terms[0] if name.startswith("dense X") else party.objective,
+                  party.constraints[0].terms[0]]
+        assert isinstance(losses[-1]._Xk, K.CSR)                # the path that crashed
+        assert losses[0].X.shape == losses[1].X.shape
+        X = party.stacked.X
+        assert isinstance(X, K.CSR)
+        np.testing.assert_array_equal(dense(X), np.vstack([f.X for f in losses]))
+
+
+def test_stacked_matrix_of_every_layout():
+    """stacked_matrix equals numpy's vstack of the blocks for dense blocks, CSR blocks
+    (from dense or scipy input, one starting mid-array), and mixtures."""
+    A, B = Xsp[:30], Xsp[30:60]
+    view = sp.csr_array(Xsp[20:50])
+    shifted = K.CSR(view.indptr.astype(np.int64) + 3, np.r_[[0, 1, 2], view.indices],
+                    np.r_[[7.0, 8.0, 9.0], view.data], d)     # entries before indptr[0]
+    cases = [[A, B], [K.CSR.from_dense(A), K.CSR.from_dense(B)],
+             [A, K.CSR.from_scipy(sp.csr_array(B))], [shifted, A, K.CSR.from_dense(B)]]
+    for blocks in cases:
+        got = stacked_matrix(blocks)
+        assert isinstance(got, np.ndarray) == all(isinstance(b, np.ndarray) for b in blocks)
+        np.testing.assert_array_equal(dense(got), np.vstack([dense(b) for b in blocks]))
+    np.testing.assert_array_equal(dense(shifted), Xsp[20:50])
 
 
 def test_parties_with_other_functions_are_not_stacked():
