@@ -49,6 +49,12 @@ def _positive(x, name, owner, allow_zero=True):
     return x
 
 
+def _pieces(dim, q=0.0, lam=0.0, lo=-np.inf, hi=np.inf):
+    """The arrays of :meth:`Regularizer.pieces`, broadcast to ``dim``."""
+    return tuple(np.broadcast_to(np.asarray(v, dtype=np.float64), (dim,)).copy()
+                 for v in (q, lam, lo, hi))
+
+
 def _soft(v, k):
     return np.sign(v) * np.maximum(np.abs(v) - k, 0.0)
 
@@ -117,6 +123,13 @@ class Regularizer:
     def cvxpy(self, w):
         raise NotImplementedError
 
+    def pieces(self, dim):
+        """``(q, λ, lo, hi)``, arrays of length ``dim``, when
+        ``P(w) = Σⱼ ½qⱼwⱼ² + λⱼ|wⱼ| + ι[loⱼ, hiⱼ](wⱼ)`` (piecewise quadratic and
+        separable: the proximal Newton step solves it exactly, :mod:`constrfl.solvers.proxstep`);
+        None for any other P."""
+        return None
+
     def __add__(self, other):
         return Boxed.combine(self, other)
 
@@ -146,6 +159,9 @@ class Zero(Regularizer):
         z = np.zeros(np.shape(w))
         return z, z
 
+    def pieces(self, dim):
+        return _pieces(dim)
+
     def cvxpy(self, w):
         return 0.0, []
 
@@ -166,6 +182,9 @@ class L1(Regularizer):
 
     def subgradients(self, w, atol=0.0):
         return _l1_interval(w, self.lam, atol)
+
+    def pieces(self, dim):
+        return _pieces(dim, lam=self.lam)
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -206,6 +225,9 @@ class SquaredL2(Regularizer):
         s = self.lam * np.asarray(w, dtype=np.float64)
         return s, s
 
+    def pieces(self, dim):
+        return _pieces(dim, q=self.lam)
+
     def cvxpy(self, w):
         import cvxpy as cp
         if np.ndim(self.lam):
@@ -232,6 +254,9 @@ class ElasticNet(Regularizer):
         lo, hi = _l1_interval(w, self.l1, atol)
         s = self.l2 * np.asarray(w, dtype=np.float64)
         return s + lo, s + hi
+
+    def pieces(self, dim):
+        return _pieces(dim, q=self.l2, lam=self.l1)
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -272,6 +297,9 @@ class Box(Regularizer):
         hi = np.where(at_up, np.inf, 0.0)
         outside = (w < self.lower - atol) | (w > self.upper + atol)
         return np.where(outside, np.inf, lo), np.where(outside, -np.inf, hi)
+
+    def pieces(self, dim):
+        return _pieces(dim, lo=self.lower, hi=self.upper)
 
     def cvxpy(self, w):
         cons = []
@@ -347,6 +375,10 @@ class Boxed(Regularizer):
         lo_p, hi_p = self.inner.subgradients(w, atol)
         lo_b, hi_b = self.box.subgradients(w, atol)
         return lo_p + lo_b, hi_p + hi_b            # p finite: no inf − inf
+
+    def pieces(self, dim):
+        q, lam, _, _ = self.inner.pieces(dim)
+        return _pieces(dim, q, lam, self.box.lower, self.box.upper)
 
     def cvxpy(self, w):
         expr, cons = self.inner.cvxpy(w)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from constrfl import prox
-from constrfl.solvers.local import newton_direction, prox_newton_point
+from constrfl.solvers.local import newton_direction
+from constrfl.solvers.proxstep import prox_newton_point
 
 
 def _indefinite(seed, d=6):

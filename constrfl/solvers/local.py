@@ -4,8 +4,8 @@
   strongly convex function; L-BFGS (scipy) when no Hessian is available.  Stops when
   ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler (compiled for a
   party of stacked row losses: :func:`~constrfl.kernels.stacked_minimize`).
-* :func:`newton_direction`, :func:`accept_step`, :func:`prox_newton_point`: the steps of
-  the server's proximal Newton method (:mod:`.newton`).
+* :func:`newton_direction`, :func:`accept_step`: the steps of the server's Newton method
+  (:mod:`.newton`; its proximal step: :mod:`.proxstep`).
 
 Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
 """
@@ -122,26 +122,3 @@ def woodbury_solve(base_solve, U, r):
         return y
     BU = base_solve(U.T)
     return y - BU @ np.linalg.solve(np.eye(U.shape[0]) + U @ BU, U @ y)
-
-
-def prox_newton_point(x, g, H, P, tol, max_iter=20000):
-    """``argmin_z gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)`` by ADMM on the splitting y = z:
-    y-step solves (H + σI)y = Hx − g + σ(z − q) (eigendecomposition of H, done once),
-    z-step is ``prox_{P/σ}``.  σ = √(λmin λmax) balances the model's conditioning.
-    Returns z (it carries P's exact structure) once its model residual is ≤ tol.
-    An indefinite H is replaced by its :func:`positive_model`, so z − x is a descent
-    step of the composite function."""
-    lam, V = positive_model(H, 1e-14)
-
-    def model(v):                      # the model Hessian V diag(λ) Vᵀ times v
-        return V @ (lam * (V.T @ v))
-    sigma = float(np.sqrt(lam.min() * lam.max()))
-    base = model(x) - g
-    z, q = x.copy(), np.zeros_like(x)
-    for it in range(max_iter):
-        y = V @ ((V.T @ (base + sigma * (z - q))) / (lam + sigma))
-        z = P.prox(y + q, 1.0 / sigma)
-        q += y - z
-        if it % 10 == 9 and P.dist(z, g + model(z - x)) <= tol:
-            break
-    return z

@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M, trial_points, unpack_upper
 from ..prox import SquaredL2, Zero
-from .local import accept_step, newton_direction, prox_newton_point
+from .local import accept_step, newton_direction
+from .proxstep import prox_newton_point
 
 __all__ = ["Newton", "NewtonState"]
 

@@ -1,0 +1,69 @@
+"""The proximal Newton point (PN) of constrfl.solvers.proxstep: for a separable P it is
+the exact solution of a box/ℓ1 QP.  Oracles: cvxpy/Clarabel on the same QP, and the
+optimality conditions (dist∞(0, g + H(z − x) + ∂P(z)) = 0 up to rounding)."""
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from constrfl import prox
+from constrfl.solvers.proxstep import prox_newton_point
+
+SEPARABLE = [prox.L1(0.3), prox.Box(-0.2, 0.5), prox.NonNegative(), prox.ElasticNet(0.2, 0.5),
+             prox.L1(0.2) + prox.Box(-0.3, 0.4), prox.SquaredL2(0.3) + prox.NonNegative(),
+             prox.ElasticNet(0.1, 1.0) + prox.Box(0.0, 0.3), prox.SquaredL2(0.5)]
+
+
+def _model(n, seed, cond=1e3):
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    H = (Q * np.geomspace(1.0, cond, n)) @ Q.T
+    return H, rng.uniform(-0.2, 0.3, n), 3 * rng.standard_normal(n)
+
+
+def _reference(x, g, H, P):
+    z = cp.Variable(x.size)
+    expr, cons = P.cvxpy(z)
+    L = np.linalg.cholesky(H)
+    cp.Problem(cp.Minimize(g @ (z - x) + 0.5 * cp.sum_squares(L.T @ (z - x)) + expr),
+               cons).solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
+                           tol_feas=1e-12)
+    return z.value
+
+
+@pytest.mark.parametrize("P", SEPARABLE, ids=repr)
+@pytest.mark.parametrize("n", [3, 40])
+def test_the_separable_step_is_the_exact_qp_solution(P, n):
+    H, x, g = _model(n, seed=n)
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert P.value(z) < np.inf                                  # in dom P, exactly
+    assert P.dist(z, g + H @ (z - x)) <= 1e-12 * np.abs(g).max()  # KKT of the QP
+    assert np.abs(z - _reference(x, g, H, P)).max() <= 1e-6     # cvxpy's solution
+
+
+def test_many_active_bounds_and_kinks_at_a_bad_condition_number():
+    H, x, g = _model(120, seed=7, cond=1e9)
+    P = prox.L1(1e6) + prox.Box(-0.1, 0.1)          # λ at the scale of H: many kinks
+    z = prox_newton_point(x, g, H, P, 0.0)
+    # exact up to the rounding of the residual's own evaluation, n·u·max_i Σ_j |H_ij z_j|
+    rounding = x.size * 1e-16 * (np.abs(H) @ np.abs(z)).max()
+    assert P.dist(z, g + H @ (z - x)) <= rounding
+    assert np.isclose(z, 0).sum() > 5 and np.isclose(np.abs(z), 0.1).sum() > 5
+
+
+def test_an_indefinite_hessian_gives_the_step_of_its_positive_model():
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    lam = np.array([-3.0, -0.5, 0.2, 1.0, 4.0, 9.0])
+    H, Habs = (Q * lam) @ Q.T, (Q * np.abs(lam)) @ Q.T
+    x, g, P = np.zeros(6), rng.standard_normal(6), prox.L1(0.05) + prox.Box(-1, 1)
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert P.dist(z, g + Habs @ (z - x)) <= 1e-12
+    assert g @ (z - x) + P.value(z) - P.value(x) < 0            # a descent step
+
+
+def test_a_non_separable_regularizer_takes_the_admm_route():
+    H, x, g = _model(5, seed=1)
+    P = prox.L2Ball(0.5)
+    x = x / np.linalg.norm(x) * 0.4
+    z = prox_newton_point(x, g, H, P, 1e-10)
+    assert P.dist(z, g + H @ (z - x), atol=1e-9) <= 1e-8      # the ball's KKT, exact
