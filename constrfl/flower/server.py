@@ -29,7 +29,6 @@ Ctrl-C and ``max_time`` are honoured while waiting.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 import uuid
@@ -40,14 +39,13 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import ServerApp
 
 from .. import status as st
-from ..api import BASELINES, _resumed, _tolerances, execute, settings_for
-from ..control import checked_callback, positive
+from ..api import solve_over
+from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
 from ..federation.handlers import Site
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
-from ..solvers.baselines import BASELINE_OPTIONS, execute_baseline, solve_baseline
 from . import codec
 
 __all__ = ["FlowerFederation", "run_server", "server_app", "FLOWER_KEY"]
@@ -269,40 +267,22 @@ def run_server(grid, view, method="fedproxal", tol=1e-6, *, w0=None, seed=0, ver
     if not isinstance(view, ServerView):
         raise TypeError(f"view must be a constrfl.problem.ServerView (e.g. ServerSide), "
                         f"got {type(view).__name__}")
-    if resume is not None:
-        method, options, w0 = _resumed(view, resume, method, options)
-    if method == "cproxal":
-        raise ValueError("method 'cproxal' is the centralized twin (subproblems on the "
-                         "pooled data, no federation); on Flower use method='fedproxal' "
-                         "with inner='newton' (the same proximal Newton steps over the "
-                         "federation) or inner='admm'")
-    eps = _tolerances(tol)
-    callback = checked_callback(callback)
-    deadline = None if max_time is None else start + positive(max_time, "max_time")
-    snapshots = resume.state["parties"] if resume is not None else None
-    if method in BASELINES:
-        unknown = sorted(set(options) - set(BASELINE_OPTIONS))
-        if unknown:
-            raise TypeError(f"options that do not apply to method {method!r}: {unknown}")
-        fed = FlowerFederation(grid, view, snapshots, client_timeout=client_timeout,
-                               resend_after=resend_after, poll_interval=poll_interval)
-        res = execute_baseline(view, method, eps, dict(BASELINE_DEFAULTS, **options), fed,
-                               w0=w0, seed=seed, resume=resume, verbose=verbose,
-                               callback=callback, deadline=deadline, start=start)
-    else:
-        settings = settings_for(method, options, view)
-        fed = FlowerFederation(grid, view, snapshots, client_timeout=client_timeout,
-                               resend_after=resend_after, poll_interval=poll_interval)
-        res = execute(view, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
-                      verbose=verbose, callback=callback, deadline=deadline, start=start)
+
+    def over_flower(method, snapshots):
+        if method == "cproxal":
+            raise ValueError("method 'cproxal' is the centralized twin (subproblems on the "
+                             "pooled data, no federation); on Flower use method='fedproxal' "
+                             "with inner='newton' (the same proximal Newton steps over the "
+                             "federation) or inner='admm'")
+        return FlowerFederation(grid, view, snapshots, client_timeout=client_timeout,
+                                resend_after=resend_after, poll_interval=poll_interval)
+
+    res = solve_over(over_flower, view, method, tol, w0=w0, seed=seed, verbose=verbose,
+                     callback=callback, max_time=max_time, resume=resume, start=start,
+                     **options)
     if output_dir is not None:
         res.save(Path(output_dir))
     return res
-
-
-#: the baselines' option defaults (the keyword defaults of ``solve_baseline``)
-BASELINE_DEFAULTS = {k: p.default for k, p in inspect.signature(solve_baseline).parameters.items()
-                     if k in BASELINE_OPTIONS}
 
 
 def server_app(view, method="fedproxal", tol=1e-6, *, on_result=None, **kwargs):

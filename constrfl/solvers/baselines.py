@@ -89,7 +89,6 @@ final model).
 """
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -98,35 +97,15 @@ import numpy as np
 from .. import status as st
 from ..control import checkpoint, interruptible, restore
 from ..errors import NonFiniteIterate, PartyError, SolveStop
-from ..federation import InProcessFederation
 from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
 from ..result import KKT, Multipliers, SolveResult
+from ..settings import ADAPTIVE, to_saved
 
-__all__ = ["solve_baseline", "execute_baseline", "baseline_settings", "BaselineState"]
+__all__ = ["execute_baseline", "BaselineState"]
 
-ADAPTIVE = ("fedadagrad", "fedyogi", "fedadam")
 SERVER_RULES = {"fedavg": "sgd", "fedavgm": "momentum", "fedadagrad": "adagrad",
                 "fedyogi": "yogi", "fedadam": "adam", "fedmid": "sgd", "fedmid-osp": "sgd"}
-
-#: default server rates (η of the adaptive methods; η_s = 1 for the others)
-SERVER_LR = {"fedadagrad": 0.1, "fedyogi": 0.01, "fedadam": 0.01}
-
-# Options that belong to some methods only: default and the methods they apply to.
-SPECIFIC = {
-    "momentum": (0.9, ("fedavgm",)),
-    "beta1": (0.9, ADAPTIVE + ("fedcada",)),
-    "beta2": (0.99, ("fedyogi", "fedadam", "fedcada")),
-    "tau": (1e-3, ADAPTIVE),
-    "eps": (1e-8, ("fedcada",)),
-    "correction": ("linear", ("fedcada",)),
-}
-
-
-#: the options of :func:`solve_baseline` (all methods; some apply to a few, see SPECIFIC)
-BASELINE_OPTIONS = ("rounds", "local_steps", "epochs", "batch_size", "client_fraction",
-                    "client_lr", "client_lr_decay", "server_lr", "penalty", "penalty_weight",
-                    "momentum", "beta1", "beta2", "tau", "eps", "correction", "observe")
 
 
 @dataclass
@@ -139,74 +118,17 @@ class BaselineState:
     local_steps: int = 0       # over all sampled clients
 
 
-def solve_baseline(problem, method, tol, *, w0=None, seed=0, verbose=False, callback=None,
-                   deadline=None, resume=None, start=None, observe=True, rounds=100, local_steps=None, epochs=None, batch_size=None,
-                   client_fraction=1.0, client_lr=None, client_lr_decay=1.0, server_lr=None,
-                   penalty=None, penalty_weight=None, momentum=None, beta1=None, beta2=None,
-                   tau=None, eps=None, correction=None):
-    """Run a federated baseline (see the module docstring for the round and conventions).
-
-    Parameters (defaults in brackets)
-    ---------------------------------
-    problem, tol, w0, seed, verbose, callback : as for :func:`constrfl.solve`; ``tol`` only
-        decides ``status``; ``seed`` seeds the server's client sampling (with the round)
-        and the clients' minibatches (with the client's name and the round);
-        ``callback(record)`` gets each round's history record plus ``w``.
-    deadline, resume, start : from :func:`constrfl.solve` (``max_time``, ``resume``).
-    observe : record the objective and KKT residuals of every round (an observer's
-        message, not counted) [True]; else only at the end.
-    rounds : communication rounds R [100].
-    local_steps : K local steps per round [10]; or ``epochs`` E with ``batch_size`` B:
-        K = E·⌈N̄/B⌉, N̄ the mean number of rows of the clients' objectives (one K for all
-        clients, as FedMid's and FedDualAvg's server steps assume).
-    batch_size : B rows per local gradient, drawn without replacement by the client from
-        its own data [None: full local gradient].
-    client_fraction : C ∈ (0, 1], share of clients sampled per round [1].
-    client_lr, client_lr_decay : η_c, per unit of the mean client objective [0.01; 0.001
-        for FedCAda, whose Adam steps are about η_c per coordinate whatever the gradient's
-        scale] and δ ∈ (0, 1] [1]: round r uses η_c·δʳ
-        (the exponential decay of Reddi et al.).
-    server_lr : η_s, or η of the adaptive methods [1; 0.1 for FedAdagrad (its v sums the
-        early deltas, so steps shrink like 1/√t; Flower's default), 0.01 for FedYogi and
-        FedAdam].
-    penalty, penalty_weight : ``None`` [default; constraints raise ValueError] or
-        ``"quadratic"`` with weight γ [100].
-    momentum : FedAvgM's β [0.9]:  m ← βm + Δ,  x ← x + η_s m  (m₀ = 0).
-    beta1, beta2, tau : FedOpt's β₁ [0.9], β₂ [0.99], τ [1e-3] (003, Algorithm 2):
-        m ← β₁m + (1−β₁)Δ;  v ← v + Δ² (Adagrad), v − (1−β₂)Δ² sign(v − Δ²) (Yogi),
-        β₂v + (1−β₂)Δ² (Adam);  x ← x + η m/(√v + τ);  m₀ = 0, v₀ = τ².
-    beta1, beta2, eps, correction : FedCAda's client Adam (001, Algorithm 2) [0.9, 0.99,
-        1e-8, ``"linear"``]; see the ``adam.train`` handler.
-
-    ``outer_iterations`` counts the rounds run, ``inner_iterations`` the local steps of
-    all sampled clients together.
-
-    With the defaults (``rounds=3000``) every method reaches a relative objective gap
-    ≤ 1e-3 on the strongly convex federated least squares of 8 clients, d = 10, of
-    ``tests/test_baselines.py``.  With rates tuned there (5 clients, d = 6, 40 rows each,
-    full participation and batches, K = 5) the gap falls to ≤ 1e-4 after 9 rounds
-    (FedAvg, FedMid, FedDualAvg and the OSP variants), 17 (FedCAda), 36 (FedAvgM), 75
-    (FedAdagrad, FedAdam) and 78 (FedYogi); the test allows 20–120.
-    """
-    options = dict(rounds=rounds, local_steps=local_steps, epochs=epochs,
-                   batch_size=batch_size, client_fraction=client_fraction,
-                   client_lr=client_lr, client_lr_decay=client_lr_decay, server_lr=server_lr,
-                   penalty=penalty, penalty_weight=penalty_weight, momentum=momentum,
-                   beta1=beta1, beta2=beta2, tau=tau, eps=eps, correction=correction,
-                   observe=observe)
-    snapshots = resume.state["parties"] if resume is not None else None
-    fed = InProcessFederation(problem, snapshots)
-    return execute_baseline(problem, method, tol, options, fed, w0=w0, seed=seed,
-                            resume=resume, verbose=verbose, callback=callback,
-                            deadline=deadline, start=start)
-
-
-def execute_baseline(problem, method, tol, options, fed, *, w0=None, seed=0, resume=None,
+def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, resume=None,
                      verbose=False, callback=None, deadline=None, start=None):
-    """Run a baseline with ``options`` (those of :func:`solve_baseline`) over the
-    federation ``fed`` (any backend) and return its result; ``callback`` is already
-    checked (:func:`constrfl.control.checked_callback`)."""
-    cfg = baseline_settings(problem, method, **options)
+    """Run a baseline with ``settings`` (a :class:`~constrfl.settings.BaselineSettings`)
+    over the federation ``fed`` (any backend) and return its result.  ``problem``,
+    ``tol`` (a pair), ``w0``, ``seed``, ``resume``, ``verbose`` and ``callback`` (already
+    checked: :func:`constrfl.control.checked_callback`) are those of :func:`constrfl.solve`;
+    ``seed`` seeds the server's client sampling (with the round) and the clients'
+    minibatches (with the client's name and the round); ``deadline`` and ``start`` come
+    from its ``max_time``.  ``outer_iterations`` counts the rounds run,
+    ``inner_iterations`` the local steps of all sampled clients together."""
+    cfg = _configure(problem, method, settings)
     start = time.perf_counter() if start is None else start
     fed.deadline = deadline
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
@@ -255,48 +177,20 @@ def execute_baseline(problem, method, tol, options, fed, *, w0=None, seed=0, res
                       history=[{k: v for k, v in h.items() if k != "multipliers"}
                                for h in s.history],
                       error=error, state=checkpoint(problem, fed, s),
-                      settings=dict(options, method=method))
+                      settings=to_saved(method, settings))
     report.close(res)
     return res
 
 
-# -- options ----------------------------------------------------------------------------
+# -- the options against the problem ----------------------------------------------------------
 
-def baseline_settings(problem, method, **given):
-    """Validate the options; fill the method's defaults.  Returns a dict with ``K``."""
-    for name, (default, methods) in SPECIFIC.items():
-        if given[name] is None:
-            given[name] = default if method in methods else None
-        elif method not in methods:
-            raise ValueError(f"option {name!r} does not apply to method {method!r} "
-                             f"(it is for {', '.join(methods)})")
-    cfg = dict(given)
-    cfg["rounds"] = _integer("rounds", given["rounds"])
-    cfg["client_fraction"] = _real("client_fraction", given["client_fraction"], 0, 1,
-                                   closed_low=False)
-    lr = given["client_lr"]
-    cfg["client_lr"] = _real("client_lr", (0.001 if method == "fedcada" else 0.01)
-                             if lr is None else lr, 0, np.inf, closed_low=False)
-    cfg["client_lr_decay"] = _real("client_lr_decay", given["client_lr_decay"], 0, 1,
-                                   closed_low=False)
-    lr = given["server_lr"]
-    cfg["server_lr"] = _real("server_lr", SERVER_LR.get(method, 1.0)
-                             if lr is None else lr, 0, np.inf, closed_low=False)
-    if given["batch_size"] is not None:
-        cfg["batch_size"] = _integer("batch_size", given["batch_size"])
-    cfg["K"] = _local_steps(problem, given["local_steps"], given["epochs"], cfg["batch_size"])
-    cfg["penalty_weight"] = _penalty(problem, given["penalty"], given["penalty_weight"])
-    for name in ("momentum", "beta1", "beta2"):
-        if cfg[name] is not None:
-            cfg[name] = _real(name, cfg[name], 0, 1, closed_high=False)
-    for name in ("tau", "eps"):
-        if cfg[name] is not None:
-            cfg[name] = _real(name, cfg[name], 0, np.inf, closed_low=False)
-    if not isinstance(cfg["observe"], (bool, np.bool_)):
-        raise TypeError(f"observe must be True or False, got {cfg['observe']!r}")
-    if cfg["correction"] is not None and cfg["correction"] not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {sorted(CORRECTIONS)}, "
-                         f"got {cfg['correction']!r}")
+def _configure(problem, method, settings):
+    """The options as ``method`` runs them on ``problem`` (a dict; K the local steps,
+    ``penalty_weight`` γ, 0 without a penalty); what the method needs of the problem
+    is checked here."""
+    cfg = settings.resolved(method)
+    cfg["K"] = _local_steps(problem, cfg)
+    cfg["penalty_weight"] = _penalty_weight(problem, cfg)
     if method == "fedcada" and not problem.server.is_empty:
         raise ValueError("fedcada: the problem has server functions (f₀, c₀ or h₀); FedCAda "
                          "steps in its clients' Adam metric and has no server-side share")
@@ -308,34 +202,10 @@ def baseline_settings(problem, method, **given):
     return cfg
 
 
-def _integer(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _real(name, value, low, high, closed_low=True, closed_high=True):
-    """``value`` as a float in the interval, else ValueError naming ``name``."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = (value >= low if closed_low else value > low) and \
-             (value <= high if closed_high else value < high)
-    if not ok:
-        right = "]" if closed_high and np.isfinite(high) else ")"
-        interval = f"{'[' if closed_low else '('}{low}, {high}{right}"
-        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
-    return float(value)
-
-
-def _local_steps(problem, local_steps, epochs, batch_size):
-    """K from ``local_steps`` [10], or from ``epochs`` and ``batch_size``."""
-    if epochs is None:
-        return 10 if local_steps is None else _integer("local_steps", local_steps)
-    if local_steps is not None:
-        raise ValueError("give either local_steps or epochs, not both")
-    epochs = _integer("epochs", epochs)
-    if batch_size is None:
-        raise ValueError("epochs needs batch_size (rows per local step)")
+def _local_steps(problem, cfg):
+    """K: ``local_steps``, or ``epochs`` over the clients' mean number of rows."""
+    if cfg["epochs"] is None:
+        return cfg["local_steps"]
     rows = problem.client_rows()
     if rows is None:
         raise ValueError("epochs needs the clients' row counts, which this server does "
@@ -343,14 +213,12 @@ def _local_steps(problem, local_steps, epochs, batch_size):
     if min(rows) == 0:
         raise ValueError("epochs: every client's objective must hold data rows; "
                          "use local_steps instead")
-    return epochs * int(np.ceil(np.mean(rows) / batch_size))
+    return cfg["epochs"] * int(np.ceil(np.mean(rows) / cfg["batch_size"]))
 
 
-def _penalty(problem, penalty, weight):
+def _penalty_weight(problem, cfg):
     """γ of the quadratic penalty (0 without one); constraints need a penalty."""
-    if penalty is None:
-        if weight is not None:
-            raise ValueError("penalty_weight needs penalty='quadratic'")
+    if cfg["penalty"] is None:
         constrained = problem.constrained_owners() or []
         if constrained:
             raise ValueError("the federated baselines cannot handle constraints natively "
@@ -358,21 +226,22 @@ def _penalty(problem, penalty, weight):
                              "penalty='quadratic' (and penalty_weight) to run them on the "
                              "quadratic penalty reformulation, or use method='fedproxal'")
         return 0.0
-    if penalty != "quadratic":
-        raise ValueError(f"penalty must be None or 'quadratic', got {penalty!r}")
-    return _real("penalty_weight", 100.0 if weight is None else weight, 0, np.inf,
-                 closed_low=False)
+    return cfg["penalty_weight"]
 
 
 # -- the server updates: configuration on the object, state explicit ------------------------
 
 class _Primal:
     """Server of FedAvg, FedAvgM, FedAdagrad/Yogi/Adam (003) and FedMid(-OSP) (002):
-    x ← prox_{tP}(x + step(Δ)), with ``rule`` (β = ``momentum``; see :func:`solve_baseline`)
+    x ← prox_{tP}(x + step(Δ)), with ``rule`` (β = ``momentum``; the options:
+    :class:`~constrfl.settings.BaselineSettings`)
 
         sgd:      step = η_s Δ                      gain η_s
         momentum: m ← βm + Δ, step = η_s m          gain η_s/(1 − β)
-        adagrad, yogi, adam: m, v as in 003; step = η m/(√v + τ)     gain η/(√v + τ)
+        adagrad, yogi, adam: step = η m/(√v + τ)    gain η/(√v + τ)
+
+    where (003, Algorithm 2; m₀ = 0, v₀ = τ²) m ← β₁m + (1−β₁)Δ and v ← v + Δ²
+    (Adagrad), v − (1−β₂)Δ² sign(v − Δ²) (Yogi), β₂v + (1−β₂)Δ² (Adam),
 
     and t = gain·η_c·K (FedMid's server prox_{η_s η_c K ψ} for ``sgd``).  FedMid's
     clients prox too (``client_prox``)."""

@@ -89,15 +89,20 @@ def _kkt_round(problem, w, replies, previous):
     return kkt, mults, step, objective
 
 
-def proximal_al(problem, fed, inner, s, eps, *, max_outer, s_bar, tau_decay, tau_rel,
-                beta_max, report, callback):
-    """Run outer iterations from the state ``s`` (updated in place, round by round).
+def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
+    """Run outer iterations from the state ``s`` (updated in place, round by round), with
+    the outer loop's ``settings`` (``max_outer``, ``s_bar``, ``tau_decay``, ``tau_rel``
+    and ``beta_max`` of a :class:`~constrfl.settings.NewtonSettings` or
+    :class:`~constrfl.settings.ADMMSettings`).
 
     Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
     ``"infeasible"`` or ``"unbounded"`` (:mod:`.diagnostics`); other ways out raise
     :class:`~constrfl.errors.SolveStop`.
     """
     eps1, eps2 = eps
+    max_outer, s_bar, tau_decay, tau_rel, beta_max = (
+        settings.max_outer, settings.s_bar, settings.tau_decay, settings.tau_rel,
+        settings.beta_max)
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
