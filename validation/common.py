@@ -141,7 +141,8 @@ def select_methods(args):
 
 def settings_text(options):
     """Our settings: the script's explicit options, then cf.solve's defaults."""
-    from constrfl.api import PROXAL_OPTIONS as d
+    from constrfl.settings import ADMMSettings, NewtonSettings
+    d = {**ADMMSettings().to_dict(), **NewtonSettings().to_dict(), "inner": "auto"}
     shown = ", ".join(f"{k} = {v!r}" for k, v in options.items())
     dflt = ", ".join(f"{k} = {d[k]!r}" for k in REPORTED_DEFAULTS if k in d and k not in options)
     return (f"ours: {shown}; everything else `cf.solve`'s defaults ({dflt}). "
