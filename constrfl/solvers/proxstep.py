@@ -33,10 +33,6 @@ from .local import positive_model
 
 __all__ = ["prox_newton_point", "separable_qp"]
 
-#: sufficient decrease of the projected arc search (Bertsekas (1982), (15))
-ARC_ARMIJO = 1e-4
-
-
 def prox_newton_point(x, g, H, P, tol):
     """The point z of (PN), with ``P.dist(z, g + H(z − x)) ≤ tol`` (or, for a separable
     P, the exact point up to rounding)."""
@@ -136,20 +132,38 @@ def _newton_solve(QF, gF):
 
 
 def _arc_search(Q, c, lam, z, d, gp, a, b):
-    """The first z(α) = clip(z + αd, a, b), α = 1, ½, ¼, …, with
-    Φ(z(α)) ≤ Φ(z) + σ·(predicted decrease) (Bertsekas (1982), the free coordinates'
-    unprojected step plus the others' projected one); None if none below α = 10⁻¹²."""
-    phi = _phi(Q, c, lam, z)
-    near = (d != 0) & ((z + d <= a) | (z + d >= b))     # the coordinates clipped at α = 1
-    alpha = 1.0
-    while alpha >= 1e-12:
-        za = np.clip(z + alpha * d, a, b)
-        step = za - z
-        pred = float(gp @ np.where(near, step, alpha * d))
-        if _phi(Q, c, lam, za) <= phi + ARC_ARMIJO * pred:
-            return za
-        alpha *= 0.5
-    return None
+    """The first local minimizer of Φ along the projected arc z(α) = clip(z + αd, a, b),
+    α ≥ 0 (the projected search of Moré & Toraldo 1991): between two breakpoints, where
+    one more coordinate reaches the end of its piece, Φ(z(α)) is a quadratic in α whose
+    slope and curvature are updated coordinate by coordinate (O(n) a breakpoint).
+    None when that minimizer does not lower Φ (the solution, up to rounding)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(d > 0, (b - z) / d, np.where(d < 0, (a - z) / d, np.inf))
+    p, Qp = d.copy(), Q @ d
+    slope, curv, t0 = float(gp @ d), float(d @ Qp), 0.0
+    u = np.zeros_like(z)                          # Q(z(t0) − z)
+    alpha = np.inf
+    for j in np.argsort(t, kind="stable"):
+        tj = max(float(t[j]), t0)
+        if slope >= 0:
+            alpha = t0
+            break
+        if curv > 0 and t0 - slope / curv <= tj:
+            alpha = t0 - slope / curv
+            break
+        if not np.isfinite(tj):
+            break
+        slope += curv * (tj - t0)                  # at tj, then coordinate j stops
+        u += (tj - t0) * Qp
+        dj = p[j]
+        slope -= dj * (gp[j] + u[j])
+        curv += dj * (dj * Q[j, j] - 2.0 * Qp[j])
+        Qp -= dj * Q[:, j]
+        p[j], t0 = 0.0, tj
+    if not np.isfinite(alpha):
+        alpha = t0 - slope / curv if curv > 0 and slope < 0 else t0
+    za = np.clip(z + alpha * d, a, b)
+    return za if _phi(Q, c, lam, za) < _phi(Q, c, lam, z) else None
 
 
 def _phi(Q, c, lam, z):
