@@ -229,8 +229,9 @@ def _rho_form(rho):
     return tuple(arr.tolist())
 
 
-#: options that only some baselines take: their default and the methods that take them
+#: the adaptive FedOpt methods (seed 003)
 ADAPTIVE = ("fedadagrad", "fedyogi", "fedadam")
+#: options that only some baselines take: their default and the methods that take them
 SPECIFIC = {
     "momentum": (0.9, ("fedavgm",)),
     "beta1": (0.9, ADAPTIVE + ("fedcada",)),
