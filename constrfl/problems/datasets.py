@@ -4,6 +4,7 @@ Every loader takes ``path``, the *directory* holding the original UCI files of o
 set (e.g. ``.../adult`` containing ``adult.data`` and ``adult.test``), and returns a
 :class:`Dataset`. Design matrices are float64, C-contiguous, and end with an intercept
 column of ones named ``"intercept"``; labels are int64 in {0, 1}.
+:func:`load_maros_meszaros` reads one QP of the Maros–Meszaros test set (a ``.mat`` file).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.io import loadmat
+
+from .qp import QuadraticProgram
 
 __all__ = [
     "Dataset",
@@ -23,6 +27,7 @@ __all__ = [
     "load_monks1",
     "make_classification",
     "make_fairness",
+    "load_maros_meszaros",
 ]
 
 ADULT_COLUMNS = (
@@ -289,3 +294,20 @@ def make_fairness(n_samples=2000, n_features=8, seed=0) -> Dataset:
     noise = rng.standard_normal((n_samples, n_features)) * np.where(s == 1, 2.0, 1.0)[:, None]
     Z = noise + 1.5 * np.outer(y, u) + 1.0 * np.outer(s, v)
     return _finish(Z, y, s, "fairness")
+
+
+def load_maros_meszaros(path):
+    """One Maros–Meszaros QP ``min ½xᵀPx + qᵀx + r  s.t.  l ≤ Ax ≤ u`` from its ``.mat``
+    file (as in qpsolvers/maros_meszaros_qpbenchmark: keys P, q, r, A, l, u; ±1e20 = ±∞),
+    read in place with ``scipy.io.loadmat``. Returns a
+    :class:`~constrfl.problems.qp.QuadraticProgram` named after the file's stem; pass
+    it on with ``federated_qp(qp.P, qp.q, qp.A, qp.l, qp.u, qp.r, name=qp.name)``."""
+    f = Path(path)
+    if not f.is_file():
+        raise FileNotFoundError(f"expected a Maros-Meszaros .mat file, got {f}")
+    d = loadmat(f)
+    missing = {"P", "q", "r", "A", "l", "u"} - set(d)
+    if missing:
+        raise ValueError(f"{f}: missing keys {sorted(missing)}")
+    return QuadraticProgram(d["P"], d["q"], d["A"], d["l"], d["u"], float(np.ravel(d["r"])[0]),
+                            name=f.stem)
