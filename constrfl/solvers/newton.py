@@ -13,6 +13,10 @@ decrease of ψ + P, or at t = 1, near the solution where Ψ stalls at rounding l
 halving of the stationarity residual without an increase of Ψ.  Stop: dist∞(0, ∇ψ(x) +
 ∂P(x)) ≤ τ_k, exact (``P.dist``) — condition (10).
 
+Stall: a subproblem stops, not converged, after ``STALL_STEPS`` steps that neither halved
+the residual nor lowered Ψ beyond rounding (a τ_k below the rounding level of ∇Ψ: the
+outer loop's stall test (:mod:`.diagnostics`) then decides).
+
 Parties without Hessians (a ``Custom`` function without ``hess``): the server keeps a
 BFGS model of ∇²ψ instead, one trial per round (each with its gradient).
 
@@ -35,7 +39,11 @@ from ..prox import SquaredL2, Zero
 from .local import accept_step, newton_direction
 from .proxstep import prox_newton_point
 
-__all__ = ["Newton", "NewtonState"]
+__all__ = ["Newton", "NewtonState", "STALL_STEPS"]
+
+#: Newton steps without clear progress after which a subproblem stops (measured: an
+#: unattainable τ_k on QADLITTL ran all 10,000 steps of ``max_inner``)
+STALL_STEPS = 20
 
 
 @dataclass
@@ -56,6 +64,8 @@ class NewtonState:
     slope: float = 0.0                # the slope of its line search
     t: float = 1.0                    # and the next step length to try
     cg: dict | None = None            # a running CG solve (Newton-CG)
+    mark: tuple = (np.inf, np.inf)    # (Ψ, residual) at the last clear progress,
+    since: int = 0                    # and the Newton steps taken since
 
     @property
     def certificate(self):
@@ -114,6 +124,11 @@ class Newton:
         s.x, s.g, s.H = x, g, H
         s.f = self._psi_values(replies, [x], s, beta)[0] if f is None else f
         s.r = self.P.dist(x, g)
+        F = s.f + self.P.value(x)
+        if s.r <= 0.5 * s.mark[1] or F < s.mark[0] - 1e-10 * (1.0 + abs(s.mark[0])):
+            s.mark, s.since = (F, s.r), 0
+        else:
+            s.since += 1
 
     def _bfgs(self, s, x, g):
         """BFGS model of ∇²ψ (Nocedal & Wright (6.19)), started from the scaled
@@ -136,7 +151,8 @@ class Newton:
         Returns ``(x, converged)``."""
         P = self.P
         while True:
-            if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter):
+            if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter
+                                    or s.since >= STALL_STEPS):
                 return s.x, s.r <= s.tau
             if s.g is None or (s.H is None and not self.cg):   # evaluate at x
                 replies = fed.broadcast(self.start_type, {"w": s.x, "order": self.order},

@@ -95,24 +95,20 @@ def _piece(z, right, zero_kink, lo, hi):
 def _direction(Q, z, pg, gp, a, b, r):
     """Bertsekas's scaled direction: coordinates that do not move (``pg = 0`` at a
     kink) stay; those within ε = min(10⁻³, r)·(1 + |zⱼ|) of the kink they move towards
-    take a diagonal step −pgⱼ/Qⱼⱼ; the free rest the Newton step Q_FF d_F = −∇Φ_F,
-    leaving out (and fixing) any coordinate the Newton step pushes out of its piece at
-    a kink it sits on."""
+    take a diagonal step −pgⱼ/Qⱼⱼ; the free rest the Newton step Q_FF d_F = −∇Φ_F.  (A
+    free coordinate the Newton step pushes back over the kink it sits on stops there at
+    α = 0 of the arc search, which only makes its slope steeper: ∇Φⱼdⱼ > 0 for it.)
+    None when Q_FF is indefinite."""
     eps = min(1e-3, r) * (1.0 + np.abs(z))
     at_kink = (z == a) | (z == b)
     near = np.where(pg < 0, b - z, np.where(pg > 0, z - a, np.inf)) <= eps
     d = np.where(near, -pg / np.maximum(np.diag(Q), 1e-300), 0.0)
-    free = ~near & ~(at_kink & (pg == 0))
-    while free.any():
-        F = np.flatnonzero(free)
+    F = np.flatnonzero(~near & ~(at_kink & (pg == 0)))
+    if F.size:
         dF = _newton_solve(Q[np.ix_(F, F)], gp[F])
         if dF is None:
             return None
-        out = ((z[F] == a[F]) & (dF < 0)) | ((z[F] == b[F]) & (dF > 0))
-        if not out.any():
-            d[F] = dF
-            break
-        free[F[out]] = False
+        d[F] = dF
     return d
 
 
