@@ -5,6 +5,7 @@ A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exi
 | status | when | the result holds |
 |---|---|---|
 | ``optimal`` | KKT residuals recomputed at ``w`` meet ``tol`` | the point, multipliers |
+| ``optimal_inaccurate`` | the outer loop stalled with the residuals within ``INACCURATE_FACTOR`` × ``tol`` | the point, multipliers |
 | ``max_iterations`` | ``max_outer`` (or a baseline's ``rounds``) reached | last iterate; resumable |
 | ``time_limit`` | ``max_time`` seconds passed (checked every round) | last iterate; resumable |
 | ``interrupted`` | Ctrl-C (KeyboardInterrupt) | last iterate; resumable |
@@ -18,6 +19,7 @@ A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exi
 from __future__ import annotations
 
 OPTIMAL = "optimal"
+OPTIMAL_INACCURATE = "optimal_inaccurate"
 MAX_ITERATIONS = "max_iterations"
 TIME_LIMIT = "time_limit"
 INTERRUPTED = "interrupted"
@@ -28,8 +30,12 @@ NUMERICAL_ERROR = "numerical_error"
 INFEASIBLE = "infeasible"
 UNBOUNDED = "unbounded"
 
-STATUSES = (OPTIMAL, MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR,
+STATUSES = (OPTIMAL, OPTIMAL_INACCURATE, MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR,
             CLIENT_FAILURE, NUMERICAL_ERROR, INFEASIBLE, UNBOUNDED)
+
+#: ``optimal_inaccurate`` claims residuals within this multiple of ``tol`` (cvxpy's name
+#: for a solution to reduced accuracy)
+INACCURATE_FACTOR = 1e3
 
 #: statuses after which ``cf.solve(problem, resume=res)`` continues the same solve
 RESUMABLE = (MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR, CLIENT_FAILURE)

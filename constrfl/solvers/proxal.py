@@ -25,7 +25,10 @@ from ..federation.messages import MessageType as M
 from ..result import KKT, Multipliers
 from .diagnostics import running_off, stalled, unbounded, violation_check
 
-__all__ = ["OuterState", "proximal_al", "tau_schedule"]
+__all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall", "STALL_WINDOW"]
+
+#: outer iterations over which the best residual must halve (:func:`outer_stall`)
+STALL_WINDOW = 20
 
 
 @dataclass
@@ -96,7 +99,8 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
     :class:`~constrfl.settings.ADMMSettings`).
 
     Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
-    ``"infeasible"`` or ``"unbounded"`` (:mod:`.diagnostics`); other ways out raise
+    ``"infeasible"`` or ``"unbounded"`` (:mod:`.diagnostics`), ``"optimal_inaccurate"``
+    or ``"numerical_error"`` (:func:`outer_stall`); other ways out raise
     :class:`~constrfl.errors.SolveStop`.
     """
     eps1, eps2 = eps
@@ -153,11 +157,47 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         evidence = unbounded(s.history, eps2)
         if evidence is not None:
             return st.UNBOUNDED, evidence
+        verdict = outer_stall(s.history, eps)
+        if verdict is not None:
+            return verdict
     last = s.history[-1] if s.history else None
     failed = ("; ".join(_record_kkt(last).failures(eps1, eps2)) if last
               else "no outer iteration run")
     return (st.MAX_ITERATIONS,
             f"reached max_outer={max_outer} with {failed}{running_off(s.history)}")
+
+
+def outer_stall(history, eps):
+    """``(status, message)`` when the outer loop no longer makes progress, else None.
+
+    Progress is the largest residual ratio ρ = max(stationarity/ε₁, feasibility/ε₂,
+    complementarity/ε₂).  Stalled: an outer iteration that changed nothing (w and the
+    multipliers repeat exactly, so every later one would too), or a best ρ that did not
+    halve over the last ``STALL_WINDOW`` outer iterations.  A stall within
+    ``INACCURATE_FACTOR`` (ρ ≤ 10³) ends ``"optimal_inaccurate"``; an iteration that
+    changed nothing beyond it ends ``"numerical_error"`` (the arithmetic cannot go on);
+    a slow window beyond it goes on."""
+    if not history:
+        return None
+    eps1, eps2 = eps
+
+    def ratio(r):
+        return max(r["stationarity"] / eps1, r["feasibility"] / eps2,
+                   r["complementarity"] / eps2)
+    last = history[-1]
+    frozen = last["step"] == 0 and last["multiplier_step"] == 0
+    slow = (len(history) > STALL_WINDOW
+            and min(map(ratio, history[-STALL_WINDOW:]))
+            > 0.5 * min(map(ratio, history[:-STALL_WINDOW])))
+    what = ("an outer iteration changed neither w nor the multipliers" if frozen else
+            f"the residuals did not halve over {STALL_WINDOW} outer iterations")
+    failures = "; ".join(_record_kkt(last).failures(eps1, eps2))
+    if (frozen or slow) and ratio(last) <= st.INACCURATE_FACTOR:
+        return (st.OPTIMAL_INACCURATE,
+                f"{what}: {failures}, within {st.INACCURATE_FACTOR:g}× tol")
+    if frozen:
+        return st.NUMERICAL_ERROR, f"{what}: {failures}; no progress is left in floating point"
+    return None
 
 
 def _record_kkt(rec):

@@ -1,0 +1,53 @@
+"""A solve that can no longer make progress stops with an honest status: the inner
+Newton method's stall test and the outer loop's (constrfl.solvers.proxal.outer_stall).
+Oracle: the KKT residuals recomputed from the data by cf.kkt at the returned point."""
+import numpy as np
+import constrfl as cf
+from constrfl import functions as fn, status as st
+from constrfl.solvers.proxal import STALL_WINDOW, outer_stall
+
+EPS = (1e-6, 1e-6)
+
+
+def _record(stationarity, step=1.0, multiplier_step=1.0):
+    return dict(stationarity=stationarity, feasibility=0.0, complementarity=0.0,
+                definition1=0.0, step=step, multiplier_step=multiplier_step)
+
+
+def test_an_iteration_that_changes_nothing_is_a_stall():
+    within = [_record(1e-3), _record(5e-4, step=0.0, multiplier_step=0.0)]
+    assert outer_stall(within, EPS)[0] == st.OPTIMAL_INACCURATE
+    beyond = [_record(1.0), _record(1.0, step=0.0, multiplier_step=0.0)]
+    assert outer_stall(beyond, EPS)[0] == st.NUMERICAL_ERROR
+
+
+def test_a_window_without_halving_stops_only_within_the_factor():
+    flat = [_record(1e-4)] * (STALL_WINDOW + 1)
+    assert outer_stall(flat, EPS)[0] == st.OPTIMAL_INACCURATE
+    assert outer_stall([_record(1e-2)] * (STALL_WINDOW + 1), EPS) is None     # beyond: go on
+    halving = [_record(1e-4 * 0.9 ** k) for k in range(STALL_WINDOW + 1)]
+    assert outer_stall(halving, EPS) is None                                  # progress
+
+
+def _ill_conditioned(top, seed=0, d=20):
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    A = (Q * np.geomspace(1e-3, top, d)) @ Q.T
+    return cf.Problem([cf.Client(objective=fn.Quadratic(A, rng.standard_normal(d)), name="a")])
+
+
+def test_a_tolerance_below_the_rounding_level_ends_optimal_inaccurate():
+    # ∇f rounds at ~1e-5 here (‖A‖ 1e8, ‖w‖ 1e3): tol = 1e-6 is out of reach; before the
+    # stall tests this ran all 200 outer iterations and ended max_iterations
+    problem = _ill_conditioned(1e8)
+    res = cf.solve(problem, tol=1e-6)
+    assert res.status == st.OPTIMAL_INACCURATE
+    assert res.outer_iterations < 200
+    kkt = cf.kkt(problem, res.w, res.multipliers)
+    assert 1e-6 < kkt.stationarity <= st.INACCURATE_FACTOR * 1e-6
+
+
+def test_far_beyond_the_rounding_level_it_is_a_numerical_error():
+    res = cf.solve(_ill_conditioned(1e11), tol=1e-6)
+    assert res.status == st.NUMERICAL_ERROR
+    assert "changed neither w nor the multipliers" in res.message
