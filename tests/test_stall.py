@@ -9,9 +9,9 @@ from constrfl.solvers.proxal import STALL_WINDOW, outer_stall
 EPS = (1e-6, 1e-6)
 
 
-def _record(stationarity, step=1.0, multiplier_step=1.0):
+def _record(stationarity, step=1.0, multiplier_step=1.0, w_norm=1.0):
     return dict(stationarity=stationarity, feasibility=0.0, complementarity=0.0,
-                definition1=0.0, step=step, multiplier_step=multiplier_step)
+                definition1=0.0, step=step, multiplier_step=multiplier_step, w_norm=w_norm)
 
 
 def test_an_iteration_that_changes_nothing_is_a_stall():
@@ -27,6 +27,8 @@ def test_a_window_without_halving_stops_only_within_the_factor():
     assert outer_stall([_record(1e-2)] * (STALL_WINDOW + 1), EPS) is None     # beyond: go on
     halving = [_record(1e-4 * 0.9 ** k) for k in range(STALL_WINDOW + 1)]
     assert outer_stall(halving, EPS) is None                                  # progress
+    running_off = [_record(1e-4, w_norm=1.0 + k) for k in range(STALL_WINDOW + 1)]
+    assert outer_stall(running_off, EPS) is None                   # no minimizer: no claim
 
 
 def _ill_conditioned(top, seed=0, d=20):

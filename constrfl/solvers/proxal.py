@@ -173,7 +173,9 @@ def outer_stall(history, eps):
     Progress is the largest residual ratio ρ = max(stationarity/ε₁, feasibility/ε₂,
     complementarity/ε₂).  Stalled: an outer iteration that changed nothing (w and the
     multipliers repeat exactly, so every later one would too), or a best ρ that did not
-    halve over the last ``STALL_WINDOW`` outer iterations.  A stall within
+    halve over the last ``STALL_WINDOW`` outer iterations while ‖w‖∞ did not grow at
+    every one of them (iterates that run off approach no minimizer: logistic loss on
+    separable data; no claim then).  A stall within
     ``INACCURATE_FACTOR`` (ρ ≤ 10³) ends ``"optimal_inaccurate"``; an iteration that
     changed nothing beyond it ends ``"numerical_error"`` (the arithmetic cannot go on);
     a slow window beyond it goes on."""
@@ -186,9 +188,11 @@ def outer_stall(history, eps):
                    r["complementarity"] / eps2)
     last = history[-1]
     frozen = last["step"] == 0 and last["multiplier_step"] == 0
+    window = history[-STALL_WINDOW:]
+    norms = [r["w_norm"] for r in window]
     slow = (len(history) > STALL_WINDOW
-            and min(map(ratio, history[-STALL_WINDOW:]))
-            > 0.5 * min(map(ratio, history[:-STALL_WINDOW])))
+            and min(map(ratio, window)) > 0.5 * min(map(ratio, history[:-STALL_WINDOW]))
+            and not all(b > a for a, b in zip(norms, norms[1:])))   # not running off
     what = ("an outer iteration changed neither w nor the multipliers" if frozen else
             f"the residuals did not halve over {STALL_WINDOW} outer iterations")
     failures = "; ".join(_record_kkt(last).failures(eps1, eps2))
