@@ -4,7 +4,7 @@ Oracle: the KKT residuals recomputed from the data by cf.kkt at the returned poi
 import numpy as np
 import constrfl as cf
 from constrfl import functions as fn, status as st
-from constrfl.solvers.proxal import STALL_WINDOW, outer_stall
+from constrfl.solvers.proxal import outer_stall
 
 EPS = (1e-6, 1e-6)
 
@@ -21,14 +21,8 @@ def test_an_iteration_that_changes_nothing_is_a_stall():
     assert outer_stall(beyond, EPS)[0] == st.NUMERICAL_ERROR
 
 
-def test_a_window_without_halving_stops_only_within_the_factor():
-    flat = [_record(1e-4)] * (STALL_WINDOW + 1)
-    assert outer_stall(flat, EPS)[0] == st.OPTIMAL_INACCURATE
-    assert outer_stall([_record(1e-2)] * (STALL_WINDOW + 1), EPS) is None     # beyond: go on
-    halving = [_record(1e-4 * 0.9 ** k) for k in range(STALL_WINDOW + 1)]
-    assert outer_stall(halving, EPS) is None                                  # progress
-    running_off = [_record(1e-4, w_norm=1.0 + k) for k in range(STALL_WINDOW + 1)]
-    assert outer_stall(running_off, EPS) is None                   # no minimizer: no claim
+def test_progress_is_no_stall():
+    assert outer_stall([_record(1e-2)] * 30, EPS) is None      # w or multipliers moved
 
 
 def _ill_conditioned(top, seed=0, d=20):

@@ -8,29 +8,41 @@ the multiplier steps to push the iterates to it.  To tell them apart the server 
 the violation-minimization problem, federatedly (each owner evaluates its own term,
 message ``feas.eval``),
 
-    V* = min { V(w) = Σᵢ ‖[cᵢ(w)]₊‖² + ‖hᵢ(w)‖²  :  w ∈ dom P },
+    V* = inf { V(w) = Σᵢ ‖[cᵢ(w)]₊‖² + ‖hᵢ(w)‖²  :  w ∈ dom P },
 
-by the proximal Newton method from the current iterate.  The verdict:
+by the proximal Newton method from the current iterate, to a best point x.  A small
+gradient at x is no proof that V* > 0: V may keep falling far away (a logistic
+constraint on separable data: V → 0 as ‖w‖ → ∞ while ∇V(x) ≈ 1e-10).  The verdict
+needs a **lower bound** L ≤ V*, from convexity alone (:func:`certified_bound`):
 
-* **infeasible** when the problem is convex, the minimizer found is certified stationary
-  (dist∞(0, ∇V(w) + N_dom P(w)) ≤ ``STATIONARY``, so V* = V(w) for convex V) and its
-  largest violation exceeds 10·ε₂: no point is feasible within the tolerance;
+* **infeasible** when the problem is convex and √(L/m) > 10·ε₂ (m constraint rows):
+  since V(w) ≤ m·(largest violation at w)², every point of dom P then violates some
+  constraint by more than 10·ε₂;
 * otherwise β ← 10β and the outer loop goes on (a feasible point within ε₂ exists, or
-  the evidence is not conclusive: a nonconvex problem, or no certified minimizer).
+  there is no proof: a nonconvex problem, or no positive bound); the history records
+  the evidence.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PartyError
 from ..federation.messages import MessageType as M
-from ..prox import Box, L1Ball, L2Ball, Zero
+from ..prox import Box, Boxed, L1Ball, L2Ball, Zero
 from .newton import Newton
 
-__all__ = ["stalled", "violation_check", "unbounded", "running_off", "STATIONARY"]
+__all__ = ["stalled", "violation_check", "certified_bound", "cutting_plane_bound",
+           "unbounded", "running_off", "STATIONARY"]
 
 WINDOW = 5          # outer iterations between checks, and over which progress is judged
-STATIONARY = 1e-9   # stationarity of V that certifies its minimum (convex V)
+STATIONARY = 1e-9   # the Newton method's stop test on V (the best point's accuracy)
 MAX_STEPS = 50      # Newton steps on V per check
+#: the probes' distance: the quadratic model of V drops by at most this fraction of
+#: V(x) at a probe
+PROBE_DROP = 0.25
+#: probes are placed by V's Hessian at x, and not tried when its condition number is
+#: above this (a flat direction, e.g. fewer class-1 rows than features)
+MAX_CONDITION = 1e12
 
 
 def stalled(history, last_check, eps2):
@@ -44,7 +56,10 @@ def stalled(history, last_check, eps2):
 
 
 def domain(P):
-    """The indicator part of P: P itself for a set, nothing for a finite function."""
+    """The indicator part of P: P itself for a set, its box for a boxed function,
+    nothing for a finite function."""
+    if isinstance(P, Boxed):
+        return P.box
     return P if isinstance(P, (Box, L1Ball, L2Ball)) else Zero()
 
 
@@ -58,28 +73,188 @@ def violation_check(problem, fed, s, eps2, cg=False):
     replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, "order": newton.order},
                             include_server=True)
     sub = newton.begin(replies, s.w, STATIONARY, np.inf)
-    w, certified = newton.run(fed, sub, np.inf)
+    w, _ = newton.run(fed, sub, np.inf)
     replies = fed.broadcast(M.FEAS_EVAL, {"w": w, "order": 0, "report": True},
                             include_server=True)
     worst = max(r["violation"] for r in replies.values())
     convex = all(r["convex"] for r in replies.values())
+    rows = sum(m.ineq.size + m.eq.size for m in s.multipliers.values())
+    needed = rows * (10 * eps2) ** 2            # √(L/m) > 10ε₂  ⟺  L > m(10ε₂)²
     s.last_check = s.k
-    text = (f"min ‖[c]₊‖² + ‖h‖² over dom P = {sub.f:.3e} (largest violation "
-            f"{worst:.3e}, stationarity {sub.r:.1e}) after {sub.iterations} Newton steps")
-    if convex and certified and worst > 10 * eps2:
-        return "no point satisfies the constraints: " + text
+    best = (f"{sub.f:.3e} (V at the best point found: largest violation {worst:.3e}, "
+            f"stationarity {sub.r:.1e}, {sub.iterations} Newton steps)")
+    if not convex:
+        note = f"≤ {best}; no bound: the constraints are not all convex"
+    elif sub.f <= needed:
+        note = f"≤ {best}: a point within 10ε₂ of feasibility may exist"
+    else:
+        bound, how = certified_bound(fed, dom, w, sub.f, sub.g, sub.H)
+        if bound > needed:
+            return ("no point satisfies the constraints: min ‖[c]₊‖² + ‖h‖² over dom P = "
+                    f"{bound:.3e} (a lower bound by {how}) to {best}, so every point of "
+                    f"dom P violates one of its {rows} constraint rows by at least "
+                    f"√({bound:.3e}/{rows}) = {np.sqrt(bound / rows):.3e} > 10ε₂")
+        proof = (f"lower bound {bound:.3e} by {how}" if bound > 0
+                 else f"no positive lower bound from {how}")
+        note = (f"≤ {best}; {proof}, not above m(10ε₂)² = {needed:.1e}: not proven "
+                "infeasible")
     s.beta *= 10.0
     s.inner = None          # the next subproblem restarts with the new β
-    s.history[-1]["infeasibility_check"] = text + f"; β raised to {s.beta:g}"
+    s.history[-1]["infeasibility_check"] = (f"min ‖[c]₊‖² + ‖h‖² over dom P {note}; "
+                                            f"β raised to {s.beta:g}")
     return None
+
+
+# -- lower bounds on V* from convexity --------------------------------------------------
+
+def certified_bound(fed, dom, x, V, g, H):
+    """A lower bound L ≤ V* = inf over dom of the convex V, and how it was found.
+
+    First the tangent plane at x, free: V(w) ≥ V + gᵀ(w − x), so
+    L = V + inf_{w ∈ dom} gᵀ(w − x) (:func:`tangent_bound`; finite over a ball, or where
+    g vanishes along every unbounded direction).  Otherwise, for dom P everything or a
+    box, the cutting planes at n + 1 probes around x (:func:`probe_bound`, n + 1
+    ``feas.eval`` rounds, n the coordinates V depends on there)."""
+    bound = tangent_bound(dom, V, g, x)
+    if bound > 0 or not isinstance(dom, (Zero, Box)):
+        return bound, "the tangent plane of V at the best point (V convex)"
+    return probe_bound(fed, dom, x, V, g, H)
+
+
+def tangent_bound(dom, V, g, x):
+    """V + inf_{w ∈ dom} gᵀ(w − x) (−inf when unbounded below): for a box coordinate by
+    coordinate, gⱼ(lⱼ − xⱼ) for gⱼ > 0 and gⱼ(uⱼ − xⱼ) for gⱼ < 0; over a ball of radius
+    R about 0, −R‖g‖_* − gᵀx (‖·‖_* the dual norm)."""
+    if isinstance(dom, L2Ball):
+        return V - dom.radius * float(np.linalg.norm(g)) - float(g @ x)
+    if isinstance(dom, L1Ball):
+        return V - dom.radius * float(np.max(np.abs(g))) - float(g @ x)
+    lo, hi = _bounds(dom, x.size)
+    end = np.where(g > 0, lo, np.where(g < 0, hi, x))
+    if not np.all(np.isfinite(end)):
+        return -np.inf
+    return V + float(g @ (end - x))
+
+
+def _bounds(dom, n):
+    """The box of ``dom`` (Zero: all of Rⁿ) as two length-n arrays."""
+    if isinstance(dom, Box):
+        return (np.broadcast_to(dom.lower, (n,)).astype(float),
+                np.broadcast_to(dom.upper, (n,)).astype(float))
+    return np.full(n, -np.inf), np.full(n, np.inf)
+
+
+def probe_bound(fed, dom, x, V, g, H):
+    """The cutting-plane bound (:func:`cutting_plane_bound`) of Ṽ(w) = V(w) + πᵀ(w − b)
+    from gradients at n + 1 probes around x.
+
+    π, b: the box rows x holds at a bound the gradient pushes against (gⱼ < 0 at
+    uⱼ < ∞: πⱼ = −gⱼ ≥ 0, bⱼ = uⱼ; gⱼ > 0 at lⱼ > −∞: πⱼ = −gⱼ ≤ 0, bⱼ = lⱼ); then
+    πᵀ(w − b) ≤ 0 on the box, so Ṽ ≤ V there and a bound on inf Ṽ over Rⁿ bounds V*.
+    Probes: x + δ M⁻¹vₖ on the coordinates S where g or H is nonzero (M = H_SS, or I when
+    it is not positive definite), vₖ the n + 1 unit vertices of a regular simplex, so
+    that ∇Ṽ at the probes ≈ ∇Ṽ(x) + δvₖ surround 0; δ² max vₖᵀM⁻¹vₖ = 2·PROBE_DROP·V.
+    No bound (−inf) when a probe's gradient depends on a coordinate outside S or a
+    party's function fails there."""
+    lo, hi = _bounds(dom, x.size)
+    held = ((g < 0) & (x >= hi)) | ((g > 0) & (x <= lo))
+    pi = np.where(held, -g, 0.0)
+    b = np.where(g < 0, hi, lo)
+    H = np.eye(x.size) if H is None else H
+    S = np.flatnonzero((g != 0) | np.any(H != 0, axis=0))
+    how = f"cutting planes at {S.size + 1} probes (V convex)"
+    if S.size == 0:                 # g = 0, so the tangent bound was V itself
+        return -np.inf, f"{how}: nothing to probe"
+    D = _probe_directions(H[np.ix_(S, S)])
+    if D is None:
+        return -np.inf, (f"{how}: not tried, V is flat along a direction at the best "
+                         f"point (its Hessian is singular to {1 / MAX_CONDITION:.0e})")
+    delta = np.sqrt(2 * PROBE_DROP * V / np.max(np.sum(D * D, axis=0)))
+    points = np.repeat(x[None], S.size + 1, axis=0)
+    points[:, S] += delta * D.T
+    try:
+        values, grads = _evaluate(fed, points)
+    except PartyError as err:
+        return -np.inf, f"{how}: a party's function failed at a probe ({err})"
+    if np.any(grads[:, np.setdiff1d(np.arange(x.size), S)] != 0):
+        return -np.inf, f"{how}: V depends on more coordinates at the probes"
+    shifted = values + (points - np.where(held, b, x)) @ pi
+    return cutting_plane_bound(shifted, grads[:, S] + pi[S], points[:, S], x[S]), how
+
+
+def _probe_directions(M):
+    """Columns M⁻¹vₖ, k = 0..n, vₖ the unit vertices of a regular simplex centred at 0
+    in Rⁿ (Σvₖ = 0); None when M is not positive definite with condition number at
+    most MAX_CONDITION (V flat along a direction: gradients near x cannot surround 0
+    there)."""
+    n = M.shape[0]
+    E = np.eye(n + 1) - 1.0 / (n + 1)                  # the vertices eₖ, centred
+    Q = np.linalg.qr(E[:, :n])[0]                      # a basis of {Σ = 0}
+    Vs = Q.T @ E
+    Vs /= np.linalg.norm(Vs, axis=0)
+    eig, U = np.linalg.eigh(M)
+    if not eig[0] > eig[-1] / MAX_CONDITION:
+        return None
+    return U @ ((U.T @ Vs) / eig[:, None])
+
+
+def _evaluate(fed, points):
+    """V and ∇V at each point (one ``feas.eval`` round each)."""
+    values, grads = [], []
+    for p in points:
+        replies = fed.broadcast(M.FEAS_EVAL, {"w": p, "order": 1}, include_server=True)
+        values.append(sum(r["values"][0] for r in replies.values()))
+        grads.append(sum(r["grad"] for r in replies.values()))
+    values, grads = np.array(values), np.array(grads)
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(grads))):
+        raise PartyError("a probe's value or gradient is not finite")
+    return values, grads
+
+
+def cutting_plane_bound(values, grads, points, center):
+    """A lower bound on inf over Rⁿ of a convex F from Fₖ = F(xₖ), gₖ = ∇F(xₖ):
+    −inf unless the gₖ surround 0.
+
+    With y = w − c (c = ``center``), aₖ = Fₖ + gₖᵀ(c − xₖ): F(w) ≥ aₖ + gₖᵀy for every k
+    (convexity).  Take weights λ > 0, Σλ = 1, with r = Σλₖgₖ ≈ 0 (the barycentric
+    coordinates of 0 among the gₖ), A = Σλₖaₖ and σ the n-th singular value of
+    G = [gₖ].  Then
+
+    * F(w) ≥ A + rᵀy ≥ A − ‖r‖‖y‖ (the λ-average of the planes), and
+    * F(w) ≥ minₖ aₖ + maxₖ zₖ with z = Gᵀy, where maxₖ zₖ ≥ Σλₖ[zₖ]₊ =
+      (Σλₖ|zₖ| + rᵀy)/2 ≥ (λ_min‖z‖₂ − ‖r‖‖y‖)/2 ≥ γ‖y‖, γ = (λ_min·σ − ‖r‖)/2;
+
+    so for γ > 0, F ≥ min over ρ ≥ 0 of max(A − ‖r‖ρ, minₖaₖ + γρ), reached where the
+    two meet: L = A − ‖r‖(A − minₖaₖ)/(γ + ‖r‖) (A ≥ minₖ aₖ)."""
+    G = np.asarray(grads, dtype=float).T                       # n × K
+    a = values + np.einsum("kj,kj->k", grads, center - points)
+    K = G.shape[1]
+    if K < G.shape[0] + 1:
+        return -np.inf
+    lam = np.linalg.lstsq(np.vstack([G, np.ones(K)]), np.r_[np.zeros(G.shape[0]), 1.0],
+                          rcond=None)[0]
+    if not np.all(lam > 0):
+        return -np.inf
+    lam /= lam.sum()
+    r = float(np.linalg.norm(G @ lam))
+    sv = np.linalg.svd(G, compute_uv=False)
+    sigma = sv[-1] - K * np.finfo(float).eps * sv[0]            # rounding of the SVD
+    gamma = 0.5 * (lam.min() * sigma - r)
+    if not gamma > 0:
+        return -np.inf
+    A = float(lam @ a)
+    return A - r * (A - float(a.min())) / (gamma + r)
 
 
 def unbounded(history, eps2):
     """The unboundedness signature, judged on the second half of the outer iterations
     (at least 20): every iterate feasible within ε₂, and the objective still falls as
     fast at the end as at the half-way point (mean decrease over 5 iterations, at least
-    90%) while the stationarity residual has not fallen (at least 90%): steady descent
-    along feasible points with no sign of a minimizer.  (A problem whose infimum is
+    90%), by more than 10⁻⁶(1 + |F|) in all, while the stationarity residual has not
+    fallen (at least 90%) and ‖w‖∞ grew: steady descent along feasible points that run
+    off, with no sign of a minimizer.  (Without the last two, an objective drifting at
+    rounding level near a minimizer — Maros–Meszaros PRIMALC1, 2.8·10⁻⁹ an iteration at
+    F = −6155 — was called unbounded.)  (A problem whose infimum is
     not attained — logistic loss on separable data — fails it: its decrease and its
     stationarity fall like 1/k.)  Returns the evidence text, or None."""
     k = len(history)
@@ -91,8 +266,11 @@ def unbounded(history, eps2):
         return (history[i - 5]["objective"] - history[i]["objective"]) / 5
 
     first, last = drop(k // 2), drop(k - 1)
+    fall = half[0]["objective"] - half[-1]["objective"]
     if (all(r["feasibility"] <= eps2 for r in half) and first > 0 and last >= 0.9 * first
-            and half[-1]["stationarity"] >= 0.9 * half[0]["stationarity"]):
+            and half[-1]["stationarity"] >= 0.9 * half[0]["stationarity"]
+            and fall > 1e-6 * (1.0 + abs(half[0]["objective"]))
+            and half[-1]["w_norm"] > half[0]["w_norm"]):
         return (f"the objective falls by {last:.3g} per outer iteration (to "
                 f"{half[-1]['objective']:.6g}) along feasible iterates, as fast as "
                 f"{k - k // 2} iterations before, while the stationarity stays at "
