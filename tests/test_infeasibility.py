@@ -1,13 +1,19 @@
-"""Infeasibility is reported only with a certificate (the violation-minimization problem
-has a certified positive minimum), never for a feasible problem, whatever β."""
+"""Infeasibility is reported only with a proof (a certified positive lower bound on the
+minimum of the violation V = Σ‖[c]₊‖² + ‖h‖² over dom P), never for a feasible problem,
+whatever β — nor for one whose violation only tends to 0 at infinity."""
+import re
+
 import numpy as np
 import pytest
+from scipy.optimize import linprog, minimize
 
 import constrfl as cf
 from constrfl import functions as fn, prox
 from constrfl.problems import neyman_pearson
 from constrfl.problems.datasets import make_classification
 from constrfl.problems.partition import stratified_split
+from constrfl.solvers.diagnostics import (_probe_directions, cutting_plane_bound, running_off,
+                                          stalled)
 
 E1 = np.array([1.0, 0.0, 0.0])
 BETAS = [1e-3, 1e-2, 0.1, 1.0, 100.0, 1000.0]
@@ -22,12 +28,16 @@ def np_synthetic(r):
     return neyman_pearson(d.X, d.y, stratified_split(d.y, 3, seed=1), r)
 
 
-def np_unattainable(r=0.5):
-    """No intercept and symmetric class-1 rows (x and −x): L¹(w) ≥ log 2 > r for all w."""
+def unattainable_rows():
+    """Class-0 rows, and class-1 rows in pairs x, −x (no intercept)."""
     rng = np.random.default_rng(0)
     X1 = rng.standard_normal((20, 3))
-    X1 = np.r_[X1, -X1]
-    X0 = rng.standard_normal((30, 3))
+    return rng.standard_normal((30, 3)), np.r_[X1, -X1]
+
+
+def np_unattainable(r=0.5):
+    """No intercept and symmetric class-1 rows (x and −x): L¹(w) ≥ log 2 > r for all w."""
+    X0, X1 = unattainable_rows()
     return cf.Problem([cf.Client(objective=fn.LogisticLoss(X0, np.zeros(30)),
                                  constraints=[fn.LogisticLoss(X1, np.ones(40)) - r])])
 
@@ -52,10 +62,22 @@ FEASIBLE = {
     "equality": lambda: quadratics(h=(fn.Affine(E1[None], [-5.0]), None)),       # w₁ = 5
     "box_bounded": lambda: quadratics(c=(fn.Affine(-E1, 0.5), None), P=prox.Box(-1.0, 1.0)),
 }
+def np_unattainable_in_a_box():
+    """np_unattainable with w₁ ≥ 0.5 (w₂, w₃ free): V's minimum over the box is at
+    w₁ = 0.5, where ∇V pushes against the bound."""
+    return cf.Problem(np_unattainable().clients,
+                      regularizer=prox.Box(lower=[0.5, -np.inf, -np.inf]))
+
+
 INFEASIBLE = {
     "contradictory_equalities": lambda: quadratics(           # w₁ = 1 at one, w₁ = 2 at the other
         h=(fn.Affine(E1[None], [-1.0]), fn.Affine(E1[None], [-2.0]))),
     "unattainable_np_bound": np_unattainable,
+    "unattainable_np_bound_in_a_box": np_unattainable_in_a_box,
+    "ball_excludes_feasible_set": lambda: quadratics(c=(fn.Affine(-E1, 2.0), None),  # w₁ ≥ 2
+                                                     P=prox.L2Ball(1.0)),
+    "boxed_l1_excludes_feasible_set": lambda: quadratics(c=(fn.Affine(-E1, 1.0), None),
+                                                         P=prox.L1(0.01) + prox.Box(upper=0.0)),
     "box_excludes_feasible_set": lambda: quadratics(c=(fn.Affine(-E1, 1.0), None),
                                                     P=prox.Box(upper=0.0)),
     "contradictory_inequalities": lambda: quadratics(          # w₁ ≤ −1 and w₁ ≥ 1
@@ -89,6 +111,7 @@ def test_infeasible_problems_are_certified(case, method):
         assert res.status == "infeasible", (beta, res.status, res.message)
         assert res.outer_iterations <= 60
         assert "min ‖[c]₊‖² + ‖h‖² over dom P = " in res.message
+        assert "(a lower bound by " in res.message
         assert res.kkt.feasibility > 0.1
 
 
@@ -123,3 +146,147 @@ def test_no_minimizer_is_said_plainly():
     res = cf.solve(p, inner="newton", max_outer=200)
     assert res.status == "max_iterations"
     assert "may have no minimizer" in res.message and "SquaredL2" in res.message
+
+
+# -- no claim without a proof ----------------------------------------------------------
+
+def separable_np(r=1e-6):
+    """Issue 19: NP on separable data (the label is the sign of the first feature):
+    w = 1000·e₀ makes every class-1 loss ~1e-17 ≤ r, so the problem is feasible; its
+    violation V falls to 0 only as w runs off, so at any finite point ∇V is tiny while
+    V > 0."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.standard_normal((300, 4)), np.ones(300)]
+    y = (X[:, 0] > 0) * 1.0
+    ids = np.repeat([0, 1, 2], 100)
+    return neyman_pearson(X, y, ids, r), X, y, ids
+
+
+def class1_losses(X, y, ids, w):
+    """The clients' mean class-1 logistic losses log(1 + e^{−xᵀw}), written out."""
+    return np.array([np.mean(np.logaddexp(0.0, -X[(ids == i) & (y == 1)] @ w))
+                     for i in range(3)])
+
+
+def test_separable_data_is_not_called_infeasible():
+    """The check finds a stationary best point with V = 3e-10 > m(10ε₂)², which the old
+    rule called infeasible; it is not proven (no bound from the cutting planes), so the
+    solve goes on, reaches feasible iterates and ends max_iterations, saying which
+    residual failed."""
+    problem, X, y, ids = separable_np()
+    assert np.all(class1_losses(X, y, ids, 1000.0 * np.eye(5)[0]) <= 1e-6)   # feasible
+    res = cf.solve(problem, max_outer=100, max_time=30)
+    assert res.status == "max_iterations", res.message
+    assert res.message.startswith("reached max_outer=100 with stationarity")
+    checks = [h["infeasibility_check"] for h in res.history if "infeasibility_check" in h]
+    assert checks and all("not proven infeasible" in c for c in checks)
+    assert np.all(class1_losses(X, y, ids, res.w) - 1e-6 <= 1e-6)          # ε₂-feasible
+    assert res.kkt.feasibility <= 1e-6
+
+
+def test_an_unproven_check_is_repeated_in_the_final_message():
+    """A solve that ends max_iterations still infeasible says what the last check found;
+    one whose last iterate is feasible does not."""
+    note = "min ‖[c]₊‖² + ‖h‖² over dom P ≤ 1e-01 (…): not proven infeasible; β stays 1"
+    history = [dict(k=k, w_norm=1.0, feasibility=0.3) for k in range(12)]
+    history[6]["infeasibility_check"] = note
+    assert running_off(history) == f"; the last infeasibility check (outer iteration 6): {note}"
+    history[-1]["feasibility"] = 0.0
+    assert running_off(history) == ""
+
+
+def test_checks_that_leave_beta_thin_out():
+    """A stalled violation is checked every 5 outer iterations while β changes, but
+    after j checks in a row at the current β only 5·2ʲ iterations after the last."""
+    def history(n, checks, beta_after=None):
+        h = [dict(k=k, feasibility=0.3, beta=1.0) for k in range(n)]
+        for k in checks:
+            h[k]["infeasibility_check"] = "…"
+        for r in h[beta_after or n:]:
+            r["beta"] = 10.0
+        return h
+    assert stalled(history(10, [4], beta_after=5), 4, 1e-6)      # β raised: 5 later
+    assert not stalled(history(13, [4]), 4, 1e-6)                # one at this β: 10
+    assert stalled(history(14, [4]), 4, 1e-6)
+    assert not stalled(history(28, [4, 9]), 9, 1e-6)             # two at this β: 20
+    assert stalled(history(29, [4, 9]), 9, 1e-6)
+    assert stalled(history(14, [4, 9], beta_after=10), 9, 1e-6)  # β raised since: 5
+
+
+# -- the cutting-plane bound against independent oracles ---------------------------------
+
+def planes_minimum(values, grads, points, center):
+    """min over y of maxₖ Fₖ + gₖᵀ(center + y − xₖ), by linear programming (HiGHS)."""
+    K, n = grads.shape
+    a = values + np.einsum("kj,kj->k", grads, center - points)
+    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=np.c_[grads, -np.ones(K)], b_ub=-a,
+                  bounds=[(None, None)] * (n + 1), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 7])
+def test_cutting_plane_bound_is_below_the_planes_minimum(n):
+    """For planes whose gradients hold 0 inside their hull (weights μ), the bound is
+    finite with n + 1 planes, and never above the minimum of their maximum (the LP
+    optimum), which is below the infimum of any convex function they touch."""
+    rng = np.random.default_rng(n)
+    for K in (n + 1, 2 * n + 3):
+        for _ in range(20):
+            h = rng.standard_normal((K, n)) * rng.uniform(0.1, 10, n)
+            mu = rng.dirichlet(np.ones(K))
+            grads = h - mu @ h                                   # Σμₖgₖ = 0
+            values, points = rng.uniform(0, 5, K), rng.standard_normal((K, n))
+            center = rng.standard_normal(n)
+            bound = cutting_plane_bound(values, grads, points, center)
+            lp = planes_minimum(values, grads, points, center)
+            assert bound <= lp + 1e-12 * (1 + abs(lp))
+            if K == n + 1:
+                assert np.isfinite(bound)
+
+
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_cutting_plane_bound_of_a_quadratic_at_simplex_probes(n):
+    """F = F* + ½(w − c)ᵀM(w − c) probed at c + δM⁻¹vₖ (gradients δvₖ, a regular
+    simplex): the bound is Σₖ(Fₖ − δ²qₖ)/(n + 1) = F* − δ²·mean(qₖ)/2, below F*."""
+    rng = np.random.default_rng(n)
+    B = rng.standard_normal((n, n))
+    M, c, F_star, delta = B @ B.T + 0.1 * np.eye(n), rng.standard_normal(n), 0.7, 0.3
+    D, q = _probe_directions(M)
+    points = c + delta * D.T
+    values = F_star + 0.5 * np.einsum("kj,jl,kl->k", points - c, M, points - c)
+    grads = (points - c) @ M
+    bound = cutting_plane_bound(values, grads, points, c)
+    np.testing.assert_allclose(q, np.einsum("kj,jl,kl->k", grads / delta,
+                                            np.linalg.inv(M), grads / delta))
+    assert bound == pytest.approx(F_star - 0.5 * delta ** 2 * q.mean(), rel=1e-12)
+    assert bound < F_star
+
+
+def test_cutting_plane_bound_needs_gradients_around_zero():
+    """F = e^{−w₁} + e^{−w₂} (inf 0, not attained): gradients all in one orthant prove
+    nothing, however small; nor do too few planes."""
+    points = np.array([[20.0, 21.0], [22.0, 20.5], [21.0, 23.0]])
+    values = np.exp(-points).sum(axis=1)
+    grads = -np.exp(-points)
+    assert cutting_plane_bound(values, grads, points, points[0]) == -np.inf
+    g2 = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    assert cutting_plane_bound(np.ones(2), g2, np.zeros((2, 2)), np.zeros(2)) == -np.inf
+
+
+def test_the_certified_bounds_are_below_the_minimum_violation():
+    """The bound in the message is at most V* computed independently (L-BFGS-B on V over
+    the box, from several starts) and within 25% of it."""
+    X1 = unattainable_rows()[1]
+
+    def V(w):                               # [L¹(w) − 0.5]₊², the loss written out
+        return max(np.mean(np.logaddexp(0.0, -X1 @ w)) - 0.5, 0.0) ** 2
+
+    for make, box in ((np_unattainable, None),
+                      (np_unattainable_in_a_box, [(0.5, None), (None, None), (None, None)])):
+        res = cf.solve(make())
+        bound = float(re.search(r"over dom P = ([0-9.e+-]+)", res.message).group(1))
+        starts = np.random.default_rng(0).standard_normal((5, 3)) + [1.0, 0, 0]
+        v_star = min(minimize(V, x0, bounds=box, method="L-BFGS-B",
+                              options=dict(ftol=1e-15, gtol=1e-12)).fun for x0 in starts)
+        assert 0.75 * v_star <= bound <= v_star, (bound, v_star)

@@ -18,9 +18,16 @@ needs a **lower bound** L ≤ V*, from convexity alone (:func:`certified_bound`)
 * **infeasible** when the problem is convex and √(L/m) > 10·ε₂ (m constraint rows):
   since V(w) ≤ m·(largest violation at w)², every point of dom P then violates some
   constraint by more than 10·ε₂;
-* otherwise β ← 10β and the outer loop goes on (a feasible point within ε₂ exists, or
-  there is no proof: a nonconvex problem, or no positive bound); the history records
-  the evidence.
+* otherwise the outer loop goes on (a feasible point within 10ε₂ may exist, or there
+  is no proof: a nonconvex problem, or no positive bound), with β ← 10β when the iterate
+  violates its constraints by more than twice the best point does (β is then what
+  holds it back); the history records the evidence, and a solve that ends at
+  ``max_outer`` still infeasible repeats it in its message.
+
+The bound is exact for the values and gradients the owners report (the server's own
+sums carry allowances for their rounding).  Where V is flat along a direction (its
+Hessian singular there, e.g. collinear features), no finite set of gradients proves a
+bound unless they vanish exactly along it: such a problem is not called infeasible.
 """
 from __future__ import annotations
 
@@ -37,9 +44,12 @@ __all__ = ["stalled", "violation_check", "certified_bound", "cutting_plane_bound
 WINDOW = 5          # outer iterations between checks, and over which progress is judged
 STATIONARY = 1e-9   # the Newton method's stop test on V (the best point's accuracy)
 MAX_STEPS = 50      # Newton steps on V per check
-#: the probes' distance: the quadratic model of V drops by at most this fraction of
-#: V(x) at a probe
+#: the probes' distance: for a quadratic V their tangent planes pass at most this
+#: fraction of V(x) below V(x) at x
 PROBE_DROP = 0.25
+#: then, while the probes prove nothing (V far from its quadratic model there), closer
+#: ones: n + 1 rounds each
+PROBE_SHRINK = (1.0, 0.1, 0.01)
 #: probes are placed by V's Hessian at x, and not tried when its condition number is
 #: above this (a flat direction, e.g. fewer class-1 rows than features)
 MAX_CONDITION = 1e12
@@ -47,12 +57,25 @@ MAX_CONDITION = 1e12
 
 def stalled(history, last_check, eps2):
     """The violation stayed above max(10ε₂, 1e-9) and did not halve over the last
-    ``WINDOW`` outer iterations, the last check being at least ``WINDOW`` ago."""
+    ``WINDOW`` outer iterations, the last check being at least ``WINDOW``·2ʲ ago, j the
+    checks in a row that left β as it is now (each would find the same best point:
+    the checks thin out instead of repeating every ``WINDOW`` iterations)."""
     k = len(history)
-    if k < WINDOW or k - last_check < WINDOW:
+    if k < WINDOW or k - last_check < WINDOW * 2 ** min(_repeats(history), 20):
         return False
     v = [r["feasibility"] for r in history[-WINDOW:]]
     return min(v) > max(10 * eps2, 1e-9) and v[-1] > 0.5 * v[0]
+
+
+def _repeats(history):
+    """The latest infeasibility checks, counted back from the newest, made at the
+    current β."""
+    j = 0
+    for r in reversed(history):
+        if r["beta"] != history[-1]["beta"]:
+            break
+        j += "infeasibility_check" in r
+    return j
 
 
 def domain(P):
@@ -78,7 +101,7 @@ def violation_check(problem, fed, s, eps2, cg=False):
                             include_server=True)
     worst = max(r["violation"] for r in replies.values())
     convex = all(r["convex"] for r in replies.values())
-    rows = sum(m.ineq.size + m.eq.size for m in s.multipliers.values())
+    rows = sum(np.size(m.ineq) + np.size(m.eq) for m in s.multipliers.values())
     needed = rows * (10 * eps2) ** 2            # √(L/m) > 10ε₂  ⟺  L > m(10ε₂)²
     s.last_check = s.k
     best = (f"{sub.f:.3e} (V at the best point found: largest violation {worst:.3e}, "
@@ -88,35 +111,49 @@ def violation_check(problem, fed, s, eps2, cg=False):
     elif sub.f <= needed:
         note = f"≤ {best}: a point within 10ε₂ of feasibility may exist"
     else:
-        bound, how = certified_bound(fed, dom, w, sub.f, sub.g, sub.H)
+        bound, how = certified_bound(fed, dom, w, sub.f, sub.g, sub.H,
+                                     probe=sub.r <= STATIONARY and sub.H is not None)
         if bound > needed:
             return ("no point satisfies the constraints: min ‖[c]₊‖² + ‖h‖² over dom P = "
                     f"{bound:.3e} (a lower bound by {how}) to {best}, so every point of "
                     f"dom P violates one of its {rows} constraint rows by at least "
                     f"√({bound:.3e}/{rows}) = {np.sqrt(bound / rows):.3e} > 10ε₂")
-        proof = (f"lower bound {bound:.3e} by {how}" if bound > 0
-                 else f"no positive lower bound from {how}")
-        note = (f"≤ {best}; {proof}, not above m(10ε₂)² = {needed:.1e}: not proven "
-                "infeasible")
+        proof = (f"lower bound {bound:.3e} by {how}, not above m(10ε₂)² = {needed:.1e}"
+                 if bound > 0 else f"no positive lower bound ({how})")
+        note = f"≤ {best}; {proof}: not proven infeasible"
+    s.history[-1]["infeasibility_check"] = (f"min ‖[c]₊‖² + ‖h‖² over dom P {note}; "
+                                            + _penalty_step(s, worst))
+    return None
+
+
+def _penalty_step(s, worst):
+    """After a check without proof: β ← 10β when the iterate violates its constraints
+    by more than twice the best point's largest violation (β is what keeps it from
+    there); otherwise β stays (a larger β cannot take the iterates below the minimum
+    violation, and would only make the subproblems harder).  Returns the note."""
+    violation = s.history[-1]["feasibility"]
+    if not violation > 2 * worst:
+        return (f"β stays {s.beta:g}: the iterate's violation {violation:.3e} is within "
+                "2x of the best point's")
     s.beta *= 10.0
     s.inner = None          # the next subproblem restarts with the new β
-    s.history[-1]["infeasibility_check"] = (f"min ‖[c]₊‖² + ‖h‖² over dom P {note}; "
-                                            f"β raised to {s.beta:g}")
-    return None
+    return f"β raised to {s.beta:g}"
 
 
 # -- lower bounds on V* from convexity --------------------------------------------------
 
-def certified_bound(fed, dom, x, V, g, H):
-    """A lower bound L ≤ V* = inf over dom of the convex V, and how it was found.
+def certified_bound(fed, dom, x, V, g, H, probe=True):
+    """A lower bound L ≤ V* = inf over dom of the convex V from its value V, gradient g
+    and Hessian (or model) H at the best point x, and how it was found.
 
     First the tangent plane at x, free: V(w) ≥ V + gᵀ(w − x), so
     L = V + inf_{w ∈ dom} gᵀ(w − x) (:func:`tangent_bound`; finite over a ball, or where
-    g vanishes along every unbounded direction).  Otherwise, for dom P everything or a
-    box, the cutting planes at n + 1 probes around x (:func:`probe_bound`, n + 1
-    ``feas.eval`` rounds, n the coordinates V depends on there)."""
+    g vanishes along every unbounded direction).  Otherwise, if ``probe`` (x stationary,
+    H known) and dom P is everything or a box, the cutting planes at n + 1 probes around
+    x (:func:`probe_bound`: n + 1 ``feas.eval`` rounds per probe distance, n the
+    coordinates V depends on there)."""
     bound = tangent_bound(dom, V, g, x)
-    if bound > 0 or not isinstance(dom, (Zero, Box)):
+    if bound > 0 or not probe or not isinstance(dom, (Zero, Box)):
         return bound, "the tangent plane of V at the best point (V convex)"
     return probe_bound(fed, dom, x, V, g, H)
 
@@ -151,42 +188,49 @@ def probe_bound(fed, dom, x, V, g, H):
     π, b: the box rows x holds at a bound the gradient pushes against (gⱼ < 0 at
     uⱼ < ∞: πⱼ = −gⱼ ≥ 0, bⱼ = uⱼ; gⱼ > 0 at lⱼ > −∞: πⱼ = −gⱼ ≤ 0, bⱼ = lⱼ); then
     πᵀ(w − b) ≤ 0 on the box, so Ṽ ≤ V there and a bound on inf Ṽ over Rⁿ bounds V*.
-    Probes: x + δ M⁻¹vₖ on the coordinates S where g or H is nonzero (M = H_SS, or I when
-    it is not positive definite), vₖ the n + 1 unit vertices of a regular simplex, so
-    that ∇Ṽ at the probes ≈ ∇Ṽ(x) + δvₖ surround 0; δ² max vₖᵀM⁻¹vₖ = 2·PROBE_DROP·V.
-    No bound (−inf) when a probe's gradient depends on a coordinate outside S or a
-    party's function fails there."""
+    Probes: x + δ H_SS⁻¹vₖ on the coordinates S where g or H is nonzero, vₖ the n + 1
+    unit vertices of a regular simplex, so that ∇Ṽ at the probes ≈ ∇Ṽ(x) + δvₖ
+    surround 0; δ² max vₖᵀH_SS⁻¹vₖ = 2·PROBE_DROP·V, then δ shrunk by PROBE_SHRINK while
+    the bound is not positive.  No bound (−inf) when H_SS is
+    (nearly) singular, a probe's gradient depends on a coordinate outside S, or a
+    party's function fails at a probe."""
     lo, hi = _bounds(dom, x.size)
     held = ((g < 0) & (x >= hi)) | ((g > 0) & (x <= lo))
     pi = np.where(held, -g, 0.0)
     b = np.where(g < 0, hi, lo)
-    H = np.eye(x.size) if H is None else H
     S = np.flatnonzero((g != 0) | np.any(H != 0, axis=0))
     how = f"cutting planes at {S.size + 1} probes (V convex)"
     if S.size == 0:                 # g = 0, so the tangent bound was V itself
         return -np.inf, f"{how}: nothing to probe"
-    D = _probe_directions(H[np.ix_(S, S)])
-    if D is None:
-        return -np.inf, (f"{how}: not tried, V is flat along a direction at the best "
-                         f"point (its Hessian is singular to {1 / MAX_CONDITION:.0e})")
-    delta = np.sqrt(2 * PROBE_DROP * V / np.max(np.sum(D * D, axis=0)))
-    points = np.repeat(x[None], S.size + 1, axis=0)
-    points[:, S] += delta * D.T
-    try:
-        values, grads = _evaluate(fed, points)
-    except PartyError as err:
-        return -np.inf, f"{how}: a party's function failed at a probe ({err})"
-    if np.any(grads[:, np.setdiff1d(np.arange(x.size), S)] != 0):
-        return -np.inf, f"{how}: V depends on more coordinates at the probes"
-    shifted = values + (points - np.where(held, b, x)) @ pi
-    return cutting_plane_bound(shifted, grads[:, S] + pi[S], points[:, S], x[S]), how
+    probes = _probe_directions(H[np.ix_(S, S)])
+    if probes is None:
+        return -np.inf, (f"{how} not tried: V is flat along a direction at the best "
+                         f"point, its Hessian's condition number > {MAX_CONDITION:.0e}")
+    D, q = probes
+    bound = -np.inf
+    for shrink in PROBE_SHRINK:
+        delta = shrink * np.sqrt(2 * PROBE_DROP * V / np.max(q))
+        points = np.repeat(x[None], S.size + 1, axis=0)
+        points[:, S] += delta * D.T
+        try:
+            values, grads = _evaluate(fed, points)
+        except PartyError as err:
+            return -np.inf, f"{how}: a party's function failed at a probe ({err})"
+        if np.any(grads[:, np.setdiff1d(np.arange(x.size), S)] != 0):
+            return -np.inf, f"{how}: V depends on more coordinates at the probes"
+        shifted = values + (points - np.where(held, b, x)) @ pi
+        bound = cutting_plane_bound(shifted, grads[:, S] + pi[S], points[:, S], x[S])
+        if bound > 0:
+            break
+    return bound, how
 
 
 def _probe_directions(M):
-    """Columns M⁻¹vₖ, k = 0..n, vₖ the unit vertices of a regular simplex centred at 0
-    in Rⁿ (Σvₖ = 0); None when M is not positive definite with condition number at
-    most MAX_CONDITION (V flat along a direction: gradients near x cannot surround 0
-    there)."""
+    """The columns M⁻¹vₖ, k = 0..n, vₖ the unit vertices of a regular simplex centred
+    at 0 in Rⁿ (Σvₖ = 0), and qₖ = vₖᵀM⁻¹vₖ: for F = F₀ + ½yᵀMy the tangent plane at
+    y = δM⁻¹vₖ (gradient δvₖ) passes δ²qₖ/2 below F₀ at y = 0.  None when M is not
+    positive definite with condition number at most MAX_CONDITION (V flat along a
+    direction: gradients near x cannot surround 0 there)."""
     n = M.shape[0]
     E = np.eye(n + 1) - 1.0 / (n + 1)                  # the vertices eₖ, centred
     Q = np.linalg.qr(E[:, :n])[0]                      # a basis of {Σ = 0}
@@ -195,7 +239,8 @@ def _probe_directions(M):
     eig, U = np.linalg.eigh(M)
     if not eig[0] > eig[-1] / MAX_CONDITION:
         return None
-    return U @ ((U.T @ Vs) / eig[:, None])
+    D = U @ ((U.T @ Vs) / eig[:, None])
+    return D, np.einsum("jk,jk->k", Vs, D)
 
 
 def _evaluate(fed, points):
@@ -225,25 +270,30 @@ def cutting_plane_bound(values, grads, points, center):
       (Σλₖ|zₖ| + rᵀy)/2 ≥ (λ_min‖z‖₂ − ‖r‖‖y‖)/2 ≥ γ‖y‖, γ = (λ_min·σ − ‖r‖)/2;
 
     so for γ > 0, F ≥ min over ρ ≥ 0 of max(A − ‖r‖ρ, minₖaₖ + γρ), reached where the
-    two meet: L = A − ‖r‖(A − minₖaₖ)/(γ + ‖r‖) (A ≥ minₖ aₖ)."""
+    two meet: L = A − ‖r‖(A − minₖaₖ)/(γ + ‖r‖) (A ≥ minₖ aₖ).  The aₖ, A, ‖r‖, σ and γ
+    carry allowances for the rounding of the sums that form them (K·eps relative), so
+    L is a bound for the given Fₖ and gₖ, not for their own rounding errors."""
     G = np.asarray(grads, dtype=float).T                       # n × K
-    a = values + np.einsum("kj,kj->k", grads, center - points)
-    K = G.shape[1]
-    if K < G.shape[0] + 1:
+    n, K = G.shape
+    if K < n + 1:
         return -np.inf
-    lam = np.linalg.lstsq(np.vstack([G, np.ones(K)]), np.r_[np.zeros(G.shape[0]), 1.0],
+    u = K * np.finfo(float).eps               # allowances for the rounding of the sums
+    step = np.abs(grads) * np.abs(center - points)
+    a = values + np.einsum("kj,kj->k", grads, center - points)
+    a -= u * (np.abs(values) + step.sum(axis=1))
+    lam = np.linalg.lstsq(np.vstack([G, np.ones(K)]), np.r_[np.zeros(n), 1.0],
                           rcond=None)[0]
     if not np.all(lam > 0):
         return -np.inf
     lam /= lam.sum()
-    r = float(np.linalg.norm(G @ lam))
+    r = float(np.linalg.norm(G @ lam)) + u * float(np.linalg.norm(np.abs(G) @ lam))
     sv = np.linalg.svd(G, compute_uv=False)
-    sigma = sv[-1] - K * np.finfo(float).eps * sv[0]            # rounding of the SVD
-    gamma = 0.5 * (lam.min() * sigma - r)
+    sigma = sv[-1] - u * sv[0]
+    gamma = 0.5 * (lam.min() * sigma - r) * (1 - u)     # Σλ = 1 to rounding
     if not gamma > 0:
         return -np.inf
-    A = float(lam @ a)
-    return A - r * (A - float(a.min())) / (gamma + r)
+    A = float(lam @ a) - u * float(lam @ np.abs(a))
+    return A - r * max(A - float(a.min()), 0.0) / (gamma + r)
 
 
 def unbounded(history, eps2):
@@ -279,9 +329,14 @@ def unbounded(history, eps2):
 
 
 def running_off(history):
-    """A hint for a solve that ran out of iterations: ‖w‖∞ kept growing through the
+    """Hints for a solve that ran out of iterations: ‖w‖∞ kept growing through the
     second half (every iteration, by 10% or more in all) — the problem may have no
-    minimizer."""
+    minimizer; and, when the last iterate still violates a constraint, the evidence of
+    the last infeasibility check (:func:`last_check`)."""
+    return _growing(history) + last_check(history)
+
+
+def _growing(history):
     if len(history) < 10:
         return ""
     norms = [r["w_norm"] for r in history[len(history) // 2:]]
@@ -291,3 +346,15 @@ def running_off(history):
                 "(e.g. a logistic loss on separable data); add a ridge (prox.SquaredL2) "
                 "or bound w")
     return ""
+
+
+def last_check(history):
+    """``"; the last infeasibility check (outer iteration k): …"`` when the last iterate
+    violates a constraint and a check ran, else ``""``."""
+    if not history or not history[-1]["feasibility"] > 0:
+        return ""
+    checks = [r for r in history if "infeasibility_check" in r]
+    if not checks:
+        return ""
+    return (f"; the last infeasibility check (outer iteration {checks[-1]['k']}): "
+            f"{checks[-1]['infeasibility_check']}")
