@@ -5,14 +5,14 @@ A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exi
 | status | when | the result holds |
 |---|---|---|
 | ``optimal`` | KKT residuals recomputed at ``w`` meet ``tol`` | the point, multipliers |
-| ``optimal_inaccurate`` | the outer loop stalled with the residuals within ``INACCURATE_FACTOR`` × ``tol`` | the point, multipliers |
+| ``optimal_inaccurate`` | an outer iteration changed nothing, residuals within ``INACCURATE_FACTOR`` × ``tol`` | the point, multipliers |
 | ``max_iterations`` | ``max_outer`` (or a baseline's ``rounds``) reached | last iterate; resumable |
 | ``time_limit`` | ``max_time`` seconds passed (checked every round) | last iterate; resumable |
 | ``interrupted`` | Ctrl-C (KeyboardInterrupt) | last iterate; resumable |
 | ``stopped`` | the callback returned True or raised StopIteration | last iterate; resumable |
 | ``client_error`` | a party's function raised, or returned a wrong shape | last good iterate; ``error``; resumable |
 | ``client_failure`` | a client did not answer within ``client_timeout`` | last good iterate; resumable |
-| ``numerical_error`` | a non-finite value (a party's function or an iterate) | last finite iterate |
+| ``numerical_error`` | a non-finite value (a party's function or an iterate); or an outer iteration that changed nothing, residuals beyond ``INACCURATE_FACTOR`` × ``tol`` | last finite iterate |
 | ``infeasible`` | the violation-minimization problem has a positive value | the least-violation point |
 | ``unbounded`` | the iterates run off while the residuals stall | last iterate |
 """
@@ -30,8 +30,8 @@ NUMERICAL_ERROR = "numerical_error"
 INFEASIBLE = "infeasible"
 UNBOUNDED = "unbounded"
 
-STATUSES = (OPTIMAL, OPTIMAL_INACCURATE, MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED, CLIENT_ERROR,
-            CLIENT_FAILURE, NUMERICAL_ERROR, INFEASIBLE, UNBOUNDED)
+STATUSES = (OPTIMAL, OPTIMAL_INACCURATE, MAX_ITERATIONS, TIME_LIMIT, INTERRUPTED, STOPPED,
+            CLIENT_ERROR, CLIENT_FAILURE, NUMERICAL_ERROR, INFEASIBLE, UNBOUNDED)
 
 #: ``optimal_inaccurate`` claims residuals within this multiple of ``tol`` (cvxpy's name
 #: for a solution to reduced accuracy)

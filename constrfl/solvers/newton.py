@@ -14,8 +14,8 @@ halving of the stationarity residual without an increase of Ψ.  Stop: dist∞(0
 ∂P(x)) ≤ τ_k, exact (``P.dist``) — condition (10).
 
 Stall: a subproblem stops, not converged, after ``STALL_STEPS`` steps that neither halved
-the residual nor lowered Ψ beyond rounding (a τ_k below the rounding level of ∇Ψ: the
-outer loop's stall test (:mod:`.diagnostics`) then decides).
+the residual nor lowered Ψ beyond rounding (a τ_k below the rounding level of ∇Ψ; the
+outer loop then goes on, and :func:`.proxal.outer_stall` ends it once nothing changes).
 
 Parties without Hessians (a ``Custom`` function without ``hess``): the server keeps a
 BFGS model of ∇²ψ instead, one trial per round (each with its gradient).

@@ -170,8 +170,7 @@ def outer_stall(history, eps):
     repeat it exactly).  With the largest residual ratio ρ = max(stationarity/ε₁,
     feasibility/ε₂, complementarity/ε₂) ≤ ``INACCURATE_FACTOR`` it ends
     ``"optimal_inaccurate"``, beyond it ``"numerical_error"`` (no progress is left in
-    floating point).  (A window rule — ρ not halved over 20 outer iterations — also
-    stopped slow but progressing solves, e.g. NP on adult over 50 clients: not used.)"""
+    floating point)."""
     if not history:
         return None
     last = history[-1]

@@ -27,9 +27,8 @@ composite function.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
-from .local import positive_model
+from .local import newton_direction, positive_model
 
 __all__ = ["prox_newton_point", "separable_qp"]
 
@@ -48,25 +47,25 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol, max_iter=None):
     ``dist∞(0, ∂Φ(z)) ≤ tol``, or when the arc search finds no decrease of Φ (the
     solution up to rounding)."""
     Q = H + np.diag(q)
+    try:
+        np.linalg.cholesky(Q)
+    except np.linalg.LinAlgError:               # nonconvex parties: the positive model
+        lam_h, V = positive_model(H, 1e-14)
+        Q = (V * lam_h) @ V.T + np.diag(q)
     z = np.clip(z0, lo, hi)
+    g = Q @ z + c
     zero_kink = (lam > 0) & (lo < 0) & (hi > 0)
     for _ in range(50 + z.size if max_iter is None else max_iter):
-        g = Q @ z + c
         pg, right = _descent_slopes(z, g, lam, lo, hi)
         r = float(np.max(np.abs(pg), initial=0.0))
         if r <= tol:
             break
         a, b, s = _piece(z, right, zero_kink, lo, hi)
         gp = g + lam * s                         # ∇Φ on the pieces the step moves in
-        d = _direction(Q, z, pg, gp, a, b, r)
-        if d is None:                            # H indefinite: its positive model
-            lam_h, V = positive_model(H, 1e-14)
-            Q = (V * lam_h) @ V.T + np.diag(q)
-            continue
-        z_new = _arc_search(Q, c, lam, z, d, gp, a, b)
-        if z_new is None:
+        step = _arc_search(Q, c, lam, z, g, _direction(Q, z, pg, gp, a, b, r), gp, a, b)
+        if step is None:
             break
-        z = z_new
+        z, g = step
     return z
 
 
@@ -97,42 +96,24 @@ def _direction(Q, z, pg, gp, a, b, r):
     kink) stay; those within ε = min(10⁻³, r)·(1 + |zⱼ|) of the kink they move towards
     take a diagonal step −pgⱼ/Qⱼⱼ; the free rest the Newton step Q_FF d_F = −∇Φ_F.  (A
     free coordinate the Newton step pushes back over the kink it sits on stops there at
-    α = 0 of the arc search, which only makes its slope steeper: ∇Φⱼdⱼ > 0 for it.)
-    None when Q_FF is indefinite."""
+    α = 0 of the arc search, which only makes its slope steeper: ∇Φⱼdⱼ > 0 for it.)"""
     eps = min(1e-3, r) * (1.0 + np.abs(z))
     at_kink = (z == a) | (z == b)
     near = np.where(pg < 0, b - z, np.where(pg > 0, z - a, np.inf)) <= eps
     d = np.where(near, -pg / np.maximum(np.diag(Q), 1e-300), 0.0)
     F = np.flatnonzero(~near & ~(at_kink & (pg == 0)))
     if F.size:
-        dF = _newton_solve(Q[np.ix_(F, F)], gp[F])
-        if dF is None:
-            return None
-        d[F] = dF
+        d[F] = newton_direction(Q[np.ix_(F, F)], gp[F])
     return d
 
 
-def _newton_solve(QF, gF):
-    """−QF⁻¹gF by Cholesky; when QF is positive semidefinite but numerically singular,
-    by its eigendecomposition with the eigenvalues floored (a descent direction all the
-    same); None when QF is indefinite."""
-    try:
-        L = np.linalg.cholesky(QF)
-        return -scipy.linalg.cho_solve((L, True), gF)
-    except np.linalg.LinAlgError:
-        lam, V = np.linalg.eigh(QF)
-        top = max(float(np.abs(lam).max()), 1e-300)
-        if lam.min() < -1e-10 * top:
-            return None
-        return -V @ ((V.T @ gF) / np.maximum(lam, 1e-14 * top))
-
-
-def _arc_search(Q, c, lam, z, d, gp, a, b):
+def _arc_search(Q, c, lam, z, g, d, gp, a, b):
     """The first local minimizer of Φ along the projected arc z(α) = clip(z + αd, a, b),
     α ≥ 0 (the projected search of Moré & Toraldo 1991): between two breakpoints, where
     one more coordinate reaches the end of its piece, Φ(z(α)) is a quadratic in α whose
     slope and curvature are updated coordinate by coordinate (O(n) a breakpoint).
-    None when that minimizer does not lower Φ (the solution, up to rounding)."""
+    Returns ``(z(α), Qz(α) + c)``, or None when that minimizer does not lower Φ (the
+    solution, up to rounding).  ``g = Qz + c``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(d > 0, (b - z) / d, np.where(d < 0, (a - z) / d, np.inf))
     p, Qp = d.copy(), Q @ d
@@ -159,11 +140,13 @@ def _arc_search(Q, c, lam, z, d, gp, a, b):
     if not np.isfinite(alpha):
         alpha = t0 - slope / curv if curv > 0 and slope < 0 else t0
     za = np.clip(z + alpha * d, a, b)
-    return za if _phi(Q, c, lam, za) < _phi(Q, c, lam, z) else None
+    ga = Q @ za + c
+    return (za, ga) if _phi(za, ga, c, lam) < _phi(z, g, c, lam) else None
 
 
-def _phi(Q, c, lam, z):
-    return 0.5 * float(z @ (Q @ z)) + float(c @ z) + float(lam @ np.abs(z))
+def _phi(z, g, c, lam):
+    """Φ(z) from g = Qz + c: ½zᵀQz + cᵀz = ½zᵀ(g + c)."""
+    return 0.5 * float(z @ (g + c)) + float(lam @ np.abs(z))
 
 
 def _admm_point(x, g, H, P, tol, max_iter=20000):
