@@ -222,6 +222,32 @@ def test_scaled_coef_penalty_prox_matches_cvxpy(inner):
         assert P.dist(z, (z - v) / np.broadcast_to(t, (5,))) <= 1e-12
 
 
+@pytest.mark.parametrize("inner", [None, prox.L1(0.3), prox.Box(-0.2, 0.5),
+                                   prox.L1(0.2) + prox.NonNegative(), prox.ElasticNet(0.1, 0.4),
+                                   prox.L2Ball(1.0)])
+def test_coef_penalty_pieces_describe_it(inner):
+    """The pieces (q, λ, lo, hi) the exact prox step uses: P's value is
+    Σⱼ ½qⱼwⱼ² + λⱼ|wⱼ| inside [lo, hi], and its prox the closed form
+    clip(soft(v, tλ)/(1 + tq), lo, hi), for the scaled penalty (nothing on the intercept);
+    None for a non-separable R."""
+    rng = np.random.default_rng(5)
+    sigma = np.array([0.01, 0.5, 3.0, 40.0]) if inner is None or inner.separable else None
+    P = _CoefPenalty(0.7, inner, 4, sigma)
+    pieces = P.pieces(5)
+    if not P.separable:
+        assert pieces is None
+        return
+    q, lam, lo, hi = pieces
+    assert (q[4], lam[4], lo[4], hi[4]) == (0.0, 0.0, -np.inf, np.inf)
+    for _ in range(5):
+        v, t = 2 * rng.standard_normal(5), rng.uniform(0.1, 3.0)
+        closed = np.clip(np.sign(v) * np.maximum(np.abs(v) - t * lam, 0) / (1 + t * q), lo, hi)
+        np.testing.assert_allclose(P.prox(v, t), closed, rtol=1e-12, atol=1e-14)
+        w = np.clip(rng.standard_normal(5), 0.99 * lo, 0.99 * hi)   # inside the box
+        assert P.value(w) == pytest.approx(float(0.5 * q @ w ** 2 + lam @ np.abs(w)),
+                                           rel=1e-12)
+
+
 def test_scaling_needs_a_separable_regularizer():
     with pytest.raises(ValueError, match="separable"):
         _CoefPenalty(0.1, prox.L2Ball(1.0), 3, np.array([1.0, 2.0, 3.0]))
