@@ -17,6 +17,7 @@ from .settings import (AUTO_NEWTON_MAX_DIM, BASELINES, METHODS, NewtonSettings,
 from .solvers.admm import ADMM
 from .solvers.baselines import execute_baseline
 from .solvers.newton import Newton
+from .scaling import ScaledView, federated_scaling
 from .solvers.proxal import OuterState, proximal_al
 
 #: ``METHODS``, ``BASELINES``, ``settings_for``, ``choose_inner`` and
@@ -125,12 +126,13 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         s = OuterState(k=0, w=problem.start_point(w0, seed), beta=settings.beta,
                        multipliers=problem.zero_multipliers())
         previous_time = 0.0
-    inner = _inner_solver(problem, method, settings, fed, eps)
     report = _Table(verbose, method, problem)
     error = None
     try:
         with interruptible(fed):
-            status, message = proximal_al(problem, fed, inner, s, eps, settings,
+            view = _scaled(problem, fed, s, settings.scaling and resume is None)
+            inner = _inner_solver(view, method, settings, fed, eps)
+            status, message = proximal_al(view, fed, inner, s, eps, settings,
                                           report=report, callback=callback)
     except SolveStop as stop:
         status, message = stop.status, str(stop)
@@ -141,6 +143,20 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
                   previous_time + time.perf_counter() - start)
     report.close(res)
     return res
+
+
+def _scaled(problem, fed, s, fresh):
+    """The problem the solvers see: with ``fresh``, the scaling of §9 is measured at w⁰
+    (one round) and, unless every factor is 1, s.w becomes x⁰ = w⁰/D; a resumed solve
+    keeps its scaling."""
+    if fresh:
+        found = federated_scaling(problem, fed, s.w)
+        if found is not None:
+            s.scale_columns, s.scale_objective = found
+            s.w = s.w / s.scale_columns
+    if s.scale_columns is None:
+        return problem
+    return ScaledView(problem, s.scale_columns, s.scale_objective)
 
 
 def _inner_solver(problem, method, settings, fed, eps):
@@ -164,7 +180,8 @@ def _result(problem, method, s, status, message, error, fed, settings, elapsed):
     else:                                    # no KKT round completed: nothing measured
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
     mults = dict(problem.zero_multipliers(), **s.multipliers)
-    return SolveResult(w=s.w, status=status, message=message, objective=objective,
+    w = s.w if s.scale_columns is None else s.scale_columns * s.w      # the user's units
+    return SolveResult(w=w, status=status, message=message, objective=objective,
                        multipliers=mults, kkt=kkt, method=method, outer_iterations=s.k,
                        inner_iterations=s.inner_iterations, rounds=fed.traffic.rounds,
                        bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,

@@ -139,6 +139,12 @@ class Function:
     def value_grad(self, w):
         return self.value(w), self.grad(w)
 
+    def rescaled(self, D):
+        """``x ↦ f(Dx)`` for a positive diagonal D (the vector ``D``): a change of
+        variables w = Dx (:mod:`constrfl.scaling`).  Subclasses holding data return the
+        same kind of function on scaled data; this default wraps."""
+        return Rescaled(self, D)
+
     def minibatch_grad(self, w, rng, batch_size=None):
         """Gradient on ``batch_size`` of this function's rows drawn without replacement
         by ``rng`` (the full gradient for ``None``, or for functions without rows)."""
@@ -230,6 +236,9 @@ class Sum(Function):
 
     __rmul__ = __mul__
 
+    def rescaled(self, D):
+        return Sum([f.rescaled(D) for f in self.terms], self.weights, self.offset)
+
     def value(self, w):
         return sum(a * f.value(w) for f, a in zip(self.terms, self.weights)) + self.offset
 
@@ -314,6 +323,9 @@ class Quadratic(Function):
         Av = self.A @ v
         return Av if y is None else y * Av
 
+    def rescaled(self, D):
+        return Quadratic(D[:, None] * self.A * D[None, :], D * self.b, self.c)
+
     def cvxpy(self, w):
         import cvxpy as cp
         if self.curvature == "affine":
@@ -358,6 +370,9 @@ class Affine(Function):
 
     def hessvec(self, w, v, y=None):
         return np.zeros(self.dim)
+
+    def rescaled(self, D):
+        return Affine(self.C * D, self.d)
 
     def cvxpy(self, w):
         return self.C @ w + self.d
@@ -476,6 +491,10 @@ class _RowLoss(Function):
 
     def data(self):
         return [("X", self.X), ("y", self.y), ("sample_weight", self.s)]
+
+    def rescaled(self, D):
+        X = self.X @ sp.diags_array(D) if sp.issparse(self.X) else self.X * D
+        return type(self)(X, self.y, self.s)
 
     def minibatch_grad(self, w, rng, batch_size=None):
         if batch_size is None or batch_size >= self.n_samples:
@@ -649,3 +668,44 @@ class Cached(Function):
 
     def __repr__(self):
         return f"Cached({self.f!r})"
+
+
+class Rescaled(Function):
+    """``x ↦ f(Dx)`` (D a positive diagonal, the vector ``D``): the chain rule
+    ``∇ = D∇f(Dx)``, ``∇² = D∇²f(Dx)D`` (rows of a vector f's Jacobian times D)."""
+
+    def __init__(self, f, D):
+        self.f, self.D = f, np.asarray(D, dtype=np.float64)
+        self.dim, self.size, self.curvature = f.dim, f.size, f.curvature
+        self.n_samples, self.quadratic = f.n_samples, f.quadratic
+
+    def value(self, w):
+        return self.f.value(self.D * w)
+
+    def grad(self, w):
+        return self.f.grad(self.D * w) * self.D
+
+    def value_grad(self, w):
+        v, g = self.f.value_grad(self.D * w)
+        return v, g * self.D
+
+    def hess(self, w, y=None):
+        H = self.f.hess(self.D * w, y)
+        return None if H is None else self.D[:, None] * H * self.D[None, :]
+
+    def hessvec(self, w, v, y=None):
+        Hv = self.f.hessvec(self.D * w, self.D * v, y)
+        return None if Hv is None else self.D * Hv
+
+    def minibatch_grad(self, w, rng, batch_size=None):
+        return self.f.minibatch_grad(self.D * w, rng, batch_size) * self.D
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        return self.f.cvxpy(cp.multiply(self.D, w))
+
+    def data(self):
+        return self.f.data()
+
+    def __repr__(self):
+        return f"Rescaled({self.f!r})"

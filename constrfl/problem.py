@@ -288,6 +288,17 @@ class ServerView:
             raise TypeError("regularizer must be a constrfl.prox.Regularizer, got "
                             f"{type(self.regularizer).__name__}")
 
+    # the user's units (a :class:`constrfl.scaling.ScaledView` maps its x to them)
+    @property
+    def user_regularizer(self):
+        return self.regularizer
+
+    def user_point(self, w):
+        return np.array(w, dtype=np.float64)
+
+    def begin_payload(self):
+        return {}
+
     def zero_multipliers(self):
         """``{owner: (zeros, zeros)}`` for the owners whose constraint counts are known."""
         from .result import Multipliers

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Regularizer", "Zero", "L1", "SquaredL2", "ElasticNet", "Box", "NonNegative",
-           "Boxed", "L2Ball", "L1Ball", "Nuclear"]
+           "Boxed", "Piecewise", "L2Ball", "L1Ball", "Nuclear"]
 
 
 def _real_array(x, name, owner, what="a real number or an array of real numbers"):
@@ -386,6 +386,47 @@ class Boxed(Regularizer):
 
     def __repr__(self):
         return f"{self.inner!r} + {self.box!r}"
+
+
+class Piecewise(Regularizer):
+    """``P(w) = Σⱼ ½qⱼwⱼ² + λⱼ|wⱼ| + ι[loⱼ, hiⱼ](wⱼ)`` from the arrays of
+    :meth:`Regularizer.pieces` (q, λ ≥ 0): every separable P in one form, e.g. one
+    rescaled by :mod:`constrfl.scaling`.  prox (t a scalar or per coordinate):
+    ``clip(soft(v, tλ)/(1 + tq), lo, hi)`` (the clipped prox of :class:`Boxed`);
+    ``∂P(w) = qw + λ∂|w| + N[lo, hi](w)``."""
+
+    separable = True
+
+    def __init__(self, q, lam, lo, hi):
+        self.q, self.lam, self.lo, self.hi = (np.array(a, dtype=np.float64)
+                                              for a in (q, lam, lo, hi))
+        self.box = Box(self.lo, self.hi)
+
+    def check_dim(self, dim):
+        if self.q.shape != (dim,):
+            raise ValueError(f"Piecewise: {self.q.size} coordinates, expected {dim}")
+
+    def value(self, w):
+        return float(0.5 * self.q @ (w * w) + self.lam @ np.abs(w)) + self.box.value(w)
+
+    def prox(self, v, t):
+        return np.clip(_soft(v, t * self.lam) / (1.0 + t * self.q), self.lo, self.hi)
+
+    def subgradients(self, w, atol=0.0):
+        lo_1, hi_1 = _l1_interval(w, self.lam, atol)
+        lo_b, hi_b = self.box.subgradients(w, atol)
+        return self.q * w + lo_1 + lo_b, self.q * w + hi_1 + hi_b
+
+    def pieces(self, dim):
+        return _pieces(dim, self.q, self.lam, self.lo, self.hi)
+
+    def cvxpy(self, w):
+        import cvxpy as cp
+        expr = 0.5 * cp.sum(cp.multiply(self.q, cp.square(w))) + self.lam @ cp.abs(w)
+        return expr, self.box.cvxpy(w)[1]
+
+    def __repr__(self):
+        return f"Piecewise(d={self.q.size})"
 
 
 class _Ball(Regularizer):

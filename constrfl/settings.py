@@ -100,6 +100,8 @@ class OuterSettings(_Record):
     tau_decay: float | None = 0.2
     #: also τ_k ≤ tau_rel × the outer loop's error at the last iterate; None: off
     tau_rel: float | None = 0.1
+    #: equilibrate rows, columns and objective first (:mod:`constrfl.scaling`; one round)
+    scaling: bool = False
 
     def __post_init__(self):
         self._set("max_outer", count(self.max_outer, "max_outer"))
@@ -110,6 +112,8 @@ class OuterSettings(_Record):
             self._set("tau_decay", float(self.tau_decay))
         if self.tau_rel is not None:
             self._set("tau_rel", positive(self.tau_rel, "tau_rel"))
+        if not isinstance(self.scaling, bool):
+            raise TypeError(f"scaling must be True or False, got {self.scaling!r}")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ import numpy as np
 from ..kernels import max_abs_diff, metric_solve, metric_times
 from ..kkt import definition1, party_residuals
 from ..result import Multipliers
+from ..scaling import column_stats, scaled_party, scaled_regularizer
 from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from ..solvers.local import minimize_smooth, woodbury_solve
 from .messages import MessageType as M, pack_upper, trial_steps
@@ -87,18 +88,40 @@ def _handlers(message_type):
 
 
 def dispatch(message_type, msg, state, site):
-    """Run the handler(s) of a (compound ``a+b``) message type; merge their replies."""
+    """Run the handler(s) of a (compound ``a+b``) message type; merge their replies.
+    Once the party's state holds a scaling (:mod:`constrfl.scaling`), the handlers see
+    its scaled functions."""
     handlers = _handlers(message_type)
     if len(handlers) == 1:
-        return handlers[0](msg, state, site)
+        return handlers[0](msg, state, _scaled_site(site, state))
     reply = {}
     for handler in handlers:
-        r, state = handler(msg, state, site)
+        r, state = handler(msg, state, _scaled_site(site, state))
         if reply.keys() & r.keys():
             raise ValueError(f"compound message {message_type!r}: replies overlap in "
                              f"{sorted(reply.keys() & r.keys())}")
         reply.update(r)
     return reply, state
+
+
+_SCALED = weakref.WeakKeyDictionary()    # party -> (scaling key, scaled party)
+
+
+def _scaled_site(site, state):
+    """``site`` with the party's scaled functions when ``state`` holds a scaling (built
+    once per party and scaling)."""
+    if "scale_columns" not in state:
+        return site
+    key = tuple(np.asarray(state[k]).tobytes() for k in
+                ("scale_columns", "scale_objective", "scale_rows_ineq", "scale_rows_eq"))
+    cached = _SCALED.get(site.party)
+    if cached is None or cached[0] != key:
+        D, c = state["scale_columns"], state["scale_objective"]
+        P = None if site.regularizer is None else scaled_regularizer(site.regularizer, D, c)
+        cached = key, Site(scaled_party(site.party, D, c, state["scale_rows_ineq"],
+                                        state["scale_rows_eq"]), P)
+        _SCALED[site.party] = cached
+    return cached[1]
 
 
 def init_state(party):
@@ -117,14 +140,29 @@ def _phi(state, party):
     return plus_quadratic(_term(state, party), state["gamma"], state["wk"])
 
 
+@handles(M.SCALE_STATS)
+def scale_stats(msg, state, site):
+    """The scaling's statistics at w⁰; the party keeps its row scales (§9)."""
+    reply, e_ineq, e_eq = column_stats(site.party, msg["w"])
+    return reply, dict(state, scale_rows_ineq=e_ineq, scale_rows_eq=e_eq)
+
+
 @handles(M.AL_BEGIN)
 def al_begin(msg, state, site):
-    return {}, dict(state, beta=msg["beta"], wk=msg["w"])
+    """Subproblem (9) at centre w; the first one may bring the scaling (D, c)."""
+    state = dict(state, beta=msg["beta"], wk=msg["w"])
+    if "scale_columns" in msg:
+        state.update(scale_columns=msg["scale_columns"],
+                     scale_objective=msg["scale_objective"])
+    return {}, state
 
 
 def _kkt_share(party, w, mu, nu):
     """The party's part of the KKT round: its multipliers, Lagrangian-gradient share,
-    residuals and objective value at w."""
+    residuals and objective value at w — in the user's units for a scaled party."""
+    user = getattr(party, "user", None)
+    if user is not None:
+        (w, mu, nu), party = user.user_units(w, mu, nu), user.party
     g, feas, compl, def1 = party_residuals(party, w, Multipliers(mu, nu))
     return {"mu": mu, "nu": nu, "lagrangian_grad": g, "feasibility": feas,
             "complementarity": compl, "definition1": def1,

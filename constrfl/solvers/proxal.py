@@ -39,6 +39,8 @@ class OuterState:
     history: list = field(default_factory=list)
     inner_iterations: int = 0  # over all subproblems
     inner: object = None       # the running subproblem's state (None: not started)
+    scale_columns: np.ndarray = None   # D and c of the scaling (w = Dx), or None
+    scale_objective: float = 1.0
     last_check: int = 0        # outer iteration of the last infeasibility check
 
 
@@ -58,13 +60,13 @@ def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
     return max(tau, eps1 / 10)
 
 
-def _start(fed, inner, k, w, beta, tau, update, previous=None):
-    """One round: ``al.update`` (with ``update``) or ``al.begin``, plus the inner
-    solver's first message for subproblem k, centred at ``w`` (``previous``: the
-    finished subproblem's state)."""
+def _start(fed, inner, k, w, beta, tau, update, previous=None, extra=None):
+    """One round: ``al.update`` (with ``update``) or ``al.begin`` (with ``extra``: the
+    scaling), plus the inner solver's first message for subproblem k, centred at ``w``
+    (``previous``: the finished subproblem's state)."""
     payload, per_client = inner.start_message(k, beta, previous)
     kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
-    replies = fed.broadcast(kind, {"w": w, "beta": beta, **payload},
+    replies = fed.broadcast(kind, {"w": w, "beta": beta, **(extra or {}), **payload},
                             per_client=per_client, include_server=True)
     return replies, inner.begin(replies, w, tau, beta, previous)
 
@@ -80,12 +82,13 @@ def _kkt_round(problem, w, replies, previous):
     step = max((float(np.max(np.abs(np.concatenate([m.ineq - previous.get(n, zero).ineq,
                                                      m.eq - previous.get(n, zero).eq])),
                              initial=0.0)) for n, m in mults.items()), default=0.0)
-    kkt = KKT(float(problem.regularizer.dist(w, g)),
+    w, P = problem.user_point(w), problem.user_regularizer       # the user's units
+    kkt = KKT(float(P.dist(w, g)),
               max(r["feasibility"] for r in replies.values()),
               max(r["complementarity"] for r in replies.values()),
               max(r["definition1"] for r in replies.values()),
               problem.regularizer.exact_dist)
-    objective = sum(replies[n]["objective"] for n in owners) + problem.regularizer.value(w)
+    objective = sum(replies[n]["objective"] for n in owners) + P.value(w)
     return kkt, mults, step, objective
 
 
@@ -109,7 +112,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         if s.inner is None:
             _, s.inner = _start(fed, inner, k, w_prev, s.beta,
                                 tau_schedule(k, s_bar, tau_decay, eps1, tau_rel, s.history),
-                                update=False)
+                                update=False, extra=problem.begin_payload())
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
@@ -140,7 +143,8 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         s.inner.tau = tau_schedule(k + 1, s_bar, tau_decay, eps1, tau_rel, s.history)
         report(rec)
         stop = callback is not None and callback(dict(
-            rec, w=w_new.copy(), w_prev=w_prev.copy(), multipliers_prev=mults_prev,
+            rec, w=problem.user_point(w_new), w_prev=problem.user_point(w_prev),
+            multipliers_prev=mults_prev,
             multipliers=s.multipliers))
         if kkt.meets(eps1, eps2):
             return st.OPTIMAL, (f"KKT residuals meet tol after {s.k} outer iterations "

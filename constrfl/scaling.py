@@ -1,0 +1,176 @@
+"""Federated equilibration of problem (5) (docs/algorithms.md §9): one pass of Ruiz's
+scaling (Ruiz 2001; as OSQP, ProxQP and Clarabel scale a QP), without moving data.
+
+The change of variables w = Dx (D > 0 diagonal), each party's constraint rows times its
+own eᵢ > 0 and the objective (every fⱼ and P) times c > 0 give the same problem
+
+    min_x  c·Σⱼ fⱼ(Dx) + c·P(Dx)   s.t.  eᵢ∘cᵢ(Dx) ≤ 0,  eᵢ∘hᵢ(Dx) = 0:
+
+x solves it with multipliers μ̃ iff w = Dx solves (5) with μᵢ = eᵢ∘μ̃ᵢ/c (divide its
+Lagrangian by c).  Who computes what:
+
+* at the start point w⁰ every party reports the column maxima of |∇²fᵢ(w⁰)| and of its
+  constraint Jacobian |Jᵢ(w⁰)| and its objective's linear term ∇fᵢ(0) (one round,
+  ``scale.stats``; 3d floats up), and sets its row scales eᵢⱼ = 1/√‖Jᵢⱼ(w⁰)‖∞ itself
+  (Ruiz's row step; no communication);
+* the server takes Dⱼ = 1/√(maxᵢ column maxima) (Ruiz's column step) and
+  c = 1/max(meanⱼ Dⱼ²·maxᵢ|∇²f|ᵢⱼ, ‖D∇f(0)‖∞), clipped to ``COST_RANGE`` (OSQP's
+  cost scaling), and sends D and c with the first subproblem;
+* each party then evaluates its functions scaled (:func:`scaled_party`) and reports its
+  KKT shares **in the user's units** (its own functions at w = Dx with μ = e∘μ̃/c), so
+  statuses, residuals, multipliers and ``cf.kkt`` never see the scaling.
+
+Norms below ``MIN_NORM`` count as 1; every factor is a power of two (w = Dx, the box
+lo/D and the multipliers are then exact).  D ≡ 1 unless P is separable
+(:meth:`~constrfl.prox.Regularizer.pieces`); the objective is scaled only when P is
+separable or an indicator (a ball).
+
+**Off by default** (``scaling=False``): the proximal AL is not scale-invariant in the
+way an interior point method is.  Its proximal term ‖x − xᵏ‖²/(2β) weighs against the
+scaled objective's curvature, and Ruiz's scaling can shrink that curvature by orders of
+magnitude: docs/algorithms.md §9 has the measurements.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .federation.messages import MessageType as M
+from .functions import Affine
+from .problem import Party
+from .prox import L1Ball, L2Ball, Piecewise, Zero
+
+__all__ = ["column_stats", "equilibrate", "scaled_party", "scaled_regularizer", "Scaled",
+           "ScaledView", "federated_scaling",
+           "MIN_NORM", "COST_RANGE"]
+
+MIN_NORM = 1e-4             # norms below this count as 1 (OSQP's MIN_SCALING)
+COST_RANGE = (1e-4, 1e4)    # the objective's factor c is clipped to this range
+MAX_HESSIAN_DIM = 2000      # above it the Hessian's columns are not measured
+
+
+def _power_of_two(factor):
+    """``factor`` rounded to a power of two (w = Dx and its inverse are then exact)."""
+    return np.exp2(np.round(np.log2(factor)))
+
+
+def _inverse_sqrt(norms):
+    norms = np.asarray(norms, dtype=np.float64)
+    return _power_of_two(1.0 / np.sqrt(np.where(norms < MIN_NORM, 1.0, norms)))
+
+
+def column_stats(party, w):
+    """A party's statistics at w⁰ and its row scales: ``(reply, e_ineq, e_eq)``.
+
+    reply: ``hessian_columns`` maxⱼ|∇²fᵢ(w)|ⱼₖ, ``jacobian_columns`` maxⱼ|Jᵢ(w)|ⱼₖ
+    and ``objective_grad`` ∇fᵢ(w)."""
+    d = w.size
+    H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
+    H = np.zeros((d, d)) if H is None or np.ndim(H) == 0 else np.abs(H)
+    J = np.abs(np.vstack([party.c_value_jac(w)[1], party.h_jac(w)]))
+    rows = _inverse_sqrt(np.max(J, axis=1, initial=0.0))
+    reply = {"hessian_columns": np.max(H, axis=0, initial=0.0),
+             "jacobian_columns": np.max(J, axis=0, initial=0.0),
+             "objective_grad": np.asarray(party.f_value_grad(np.zeros(d))[1], dtype=np.float64)}
+    return reply, rows[:party.n_ineq], rows[party.n_ineq:]
+
+
+def equilibrate(replies, regularizer):
+    """The server's ``(D, c)`` from the parties' :func:`column_stats` replies; None when
+    every factor is 1 (the problem is solved as given)."""
+    hess = np.max([r["hessian_columns"] for r in replies], axis=0)
+    cols = np.maximum(hess, np.max([r["jacobian_columns"] for r in replies], axis=0))
+    separable = regularizer.pieces(cols.size) is not None
+    D = _inverse_sqrt(cols) if separable else np.ones(cols.size)
+    c = 1.0
+    if separable or isinstance(regularizer, (Zero, L1Ball, L2Ball)):
+        grad = sum(r["objective_grad"] for r in replies)
+        size = max(float(np.mean(D * D * hess)), float(np.max(np.abs(D * grad))))
+        if size >= MIN_NORM:
+            c = float(_power_of_two(np.clip(1.0 / size, *COST_RANGE)))
+    if np.all(D == 1.0) and c == 1.0:
+        return None
+    return D, c
+
+
+def scaled_regularizer(P, D, c):
+    """``x ↦ c·P(Dx)``: for a separable P its pieces (cqD², cλD, lo/D, hi/D) as a
+    :class:`~constrfl.prox.Piecewise`; an indicator (D ≡ 1) is itself."""
+    pieces = P.pieces(D.size)
+    if pieces is None:
+        if not np.all(D == 1.0) or not (c == 1.0 or isinstance(P, (Zero, L1Ball, L2Ball))):
+            raise ValueError(f"{P!r} can be rescaled only by D = 1 and c = 1")
+        return P
+    q, lam, lo, hi = pieces
+    return Piecewise(c * q * D * D, c * lam * D, lo / D, hi / D)
+
+
+def _scaled_rows(functions, sizes, e):
+    """``(e∘f for each slot, e)``: an affine slot row by row, any other by the least e
+    of its rows (a scalar factor keeps any f's own structure; e is set to it)."""
+    out, e, start = [], np.array(e, dtype=np.float64), 0
+    for f, m in zip(functions, sizes):
+        rows = slice(start, start + m)
+        start += m
+        if isinstance(f, Affine) and f.C.ndim == 2:
+            out.append(Affine(e[rows, None] * f.C, e[rows] * f.d))
+        else:
+            e[rows] = np.min(e[rows])
+            out.append(float(e[rows][0]) * f)
+    return out, e
+
+
+class Scaled:
+    """What a scaled party keeps of its user's units: the party, D, c and its row scales
+    (for its KKT shares, :func:`user_units`)."""
+
+    def __init__(self, party, D, c, e_ineq, e_eq):
+        self.party, self.D, self.c, self.e_ineq, self.e_eq = party, D, c, e_ineq, e_eq
+
+    def user_units(self, x, mu, nu):
+        """``(w, μ, ν)`` in the user's units: ``(Dx, e∘μ̃/c, e∘ν̃/c)``."""
+        return self.D * x, self.e_ineq * mu / self.c, self.e_eq * nu / self.c
+
+
+def scaled_party(party, D, c, e_ineq, e_eq):
+    """The party's functions of x: ``c·fᵢ(Dx)``, ``eᵢ∘cᵢ(Dx)``, ``eᵢ∘hᵢ(Dx)`` (built by
+    the party itself from its own data); ``.user`` keeps the original (:class:`Scaled`)."""
+    f = None if party.objective is None else c * party.objective.rescaled(D)
+    cons, e_ineq = _scaled_rows([g.rescaled(D) for g in party.constraints],
+                                party.ineq_sizes, e_ineq)
+    eqs, e_eq = _scaled_rows([h.rescaled(D) for h in party.equalities], party.eq_sizes,
+                             e_eq)
+    out = object.__new__(type(party))
+    Party.__init__(out, f, cons, eqs, party.name)
+    out.user = Scaled(party, D, c, e_ineq, e_eq)
+    return out
+
+
+def federated_scaling(problem, fed, w0):
+    """The round ``scale.stats`` at w⁰ and the server's :func:`equilibrate`: ``(D, c)``
+    or None."""
+    replies = fed.broadcast(M.SCALE_STATS, {"w": w0}, include_server=True)
+    return equilibrate(list(replies.values()), problem.regularizer)
+
+
+class ScaledView:
+    """The server's view of the scaled problem: P̃ = c·P(D·) for the solvers, the
+    user's P and w = Dx for the KKT round and the result; everything else is the
+    problem's (:class:`~constrfl.problem.ServerView`)."""
+
+    def __init__(self, problem, D, c):
+        self.problem, self.D, self.c = problem, D, c
+        self.regularizer = scaled_regularizer(problem.regularizer, D, c)
+
+    def __getattr__(self, name):
+        return getattr(self.problem, name)
+
+    @property
+    def user_regularizer(self):
+        return self.problem.regularizer
+
+    def user_point(self, x):
+        return self.D * x
+
+    def begin_payload(self):
+        """What the first subproblem's message brings the parties: D and c."""
+        return {"scale_columns": self.D, "scale_objective": self.c}
