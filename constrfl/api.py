@@ -146,7 +146,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
 
 
 def _scaled(problem, fed, s, fresh):
-    """The problem the solvers see: with ``fresh``, the scaling of §9 is measured at w⁰
+    """The problem the solvers see: with ``fresh``, the scaling of §8a is measured at w⁰
     (one round) and, unless every factor is 1, s.w becomes x⁰ = w⁰/D; a resumed solve
     keeps its scaling."""
     if fresh:

@@ -101,7 +101,7 @@ from scipy.special import expit, log_expit
 
 from . import problems
 from .api import METHODS, solve
-from .prox import Boxed, ElasticNet, Regularizer, SquaredL2, _pieces
+from .prox import Boxed, ElasticNet, Regularizer, SquaredL2, Zero, rescaled_pieces
 
 try:                                                    # scikit-learn is optional
     from sklearn.base import BaseEstimator as _BaseEstimator
@@ -274,14 +274,11 @@ class _CoefPenalty(Regularizer):
     def pieces(self, dim):
         """With R's pieces (q, λ, lo, hi) in u = c̃/σ: ``((α + q)/σ², λ/σ, σ·lo, σ·hi)``
         on coef, nothing on the intercept (None when R is not piecewise quadratic)."""
-        inner = _pieces(self.k) if self.inner is None else self.inner.pieces(self.k)
+        inner = (Zero() if self.inner is None else self.inner).pieces(self.k)
         if inner is None:
             return None
-        q, lam, lo, hi = _pieces(dim)
-        s = self.scale
-        q[:self.k], lam[:self.k] = (self.alpha + inner[0]) / s ** 2, inner[1] / s
-        lo[:self.k], hi[:self.k] = inner[2] * s, inner[3] * s
-        return q, lam, lo, hi
+        coef = rescaled_pieces((self.alpha + inner[0], *inner[1:]), 1.0 / self.scale)
+        return tuple(np.concatenate([a, b]) for a, b in zip(coef, Zero().pieces(dim - self.k)))
 
     def cvxpy(self, w):
         import cvxpy as cp

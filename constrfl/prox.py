@@ -55,6 +55,13 @@ def _pieces(dim, q=0.0, lam=0.0, lo=-np.inf, hi=np.inf):
                  for v in (q, lam, lo, hi))
 
 
+def rescaled_pieces(pieces, D, c=1.0):
+    """The pieces of ``x ↦ c·P(Dx)`` (D > 0 per coordinate) from P's (q, λ, lo, hi):
+    ``(c·q·D², c·λ·D, lo/D, hi/D)``."""
+    q, lam, lo, hi = pieces
+    return c * q * D * D, c * lam * D, lo / D, hi / D
+
+
 def _soft(v, k):
     return np.sign(v) * np.maximum(np.abs(v) - k, 0.0)
 

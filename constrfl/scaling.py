@@ -1,4 +1,4 @@
-"""Federated equilibration of problem (5) (docs/algorithms.md §9): one pass of Ruiz's
+"""Federated equilibration of problem (5) (docs/algorithms.md §8a): one pass of Ruiz's
 scaling (Ruiz 2001; as OSQP, ProxQP and Clarabel scale a QP), without moving data.
 
 The change of variables w = Dx (D > 0 diagonal), each party's constraint rows times its
@@ -28,7 +28,7 @@ separable or an indicator (a ball).
 **Off by default** (``scaling=False``): the proximal AL is not scale-invariant in the
 way an interior point method is.  Its proximal term ‖x − xᵏ‖²/(2β) weighs against the
 scaled objective's curvature, and Ruiz's scaling can shrink that curvature by orders of
-magnitude: docs/algorithms.md §9 has the measurements.
+magnitude: docs/algorithms.md §8a has the measurements.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import numpy as np
 from .federation.messages import MessageType as M
 from .functions import Affine
 from .problem import Party
-from .prox import L1Ball, L2Ball, Piecewise, Zero
+from .prox import L1Ball, L2Ball, Piecewise, Zero, rescaled_pieces
 
 __all__ = ["column_stats", "equilibrate", "scaled_party", "scaled_regularizer", "Scaled",
            "ScaledView", "federated_scaling",
@@ -62,12 +62,18 @@ def column_stats(party, w):
     """A party's statistics at w⁰ and its row scales: ``(reply, e_ineq, e_eq)``.
 
     reply: ``hessian_columns`` maxⱼ|∇²fᵢ(w)|ⱼₖ, ``jacobian_columns`` maxⱼ|Jᵢ(w)|ⱼₖ
-    and ``objective_grad`` ∇fᵢ(w)."""
+    and ``objective_grad`` ∇fᵢ(0); the row scales 1/√‖Jᵢⱼ(w)‖∞, one per slot that is
+    not scaled row by row (:func:`_row_by_row`)."""
     d = w.size
     H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
     H = np.zeros((d, d)) if H is None or np.ndim(H) == 0 else np.abs(H)
     J = np.abs(np.vstack([party.c_value_jac(w)[1], party.h_jac(w)]))
     rows = _inverse_sqrt(np.max(J, axis=1, initial=0.0))
+    start = 0
+    for f, m in zip(party.constraints + party.equalities, party.ineq_sizes + party.eq_sizes):
+        if not _row_by_row(f):                  # one factor for the slot: its least
+            rows[start:start + m] = np.min(rows[start:start + m])
+        start += m
     reply = {"hessian_columns": np.max(H, axis=0, initial=0.0),
              "jacobian_columns": np.max(J, axis=0, initial=0.0),
              "objective_grad": np.asarray(party.f_value_grad(np.zeros(d))[1], dtype=np.float64)}
@@ -100,23 +106,24 @@ def scaled_regularizer(P, D, c):
         if not np.all(D == 1.0) or not (c == 1.0 or isinstance(P, (Zero, L1Ball, L2Ball))):
             raise ValueError(f"{P!r} can be rescaled only by D = 1 and c = 1")
         return P
-    q, lam, lo, hi = pieces
-    return Piecewise(c * q * D * D, c * lam * D, lo / D, hi / D)
+    return Piecewise(*rescaled_pieces(pieces, D, c))
+
+
+def _row_by_row(f):
+    """A vector affine slot is scaled row by row; any other by one factor (a scalar
+    keeps f's own structure), its rows' least."""
+    return isinstance(f, Affine) and f.C.ndim == 2
 
 
 def _scaled_rows(functions, sizes, e):
-    """``(e∘f for each slot, e)``: an affine slot row by row, any other by the least e
-    of its rows (a scalar factor keeps any f's own structure; e is set to it)."""
-    out, e, start = [], np.array(e, dtype=np.float64), 0
+    """``e∘f`` for each slot (:func:`_row_by_row`)."""
+    out, start = [], 0
     for f, m in zip(functions, sizes):
         rows = slice(start, start + m)
         start += m
-        if isinstance(f, Affine) and f.C.ndim == 2:
-            out.append(Affine(e[rows, None] * f.C, e[rows] * f.d))
-        else:
-            e[rows] = np.min(e[rows])
-            out.append(float(e[rows][0]) * f)
-    return out, e
+        out.append(Affine(e[rows, None] * f.C, e[rows] * f.d) if _row_by_row(f)
+                   else float(e[rows.start]) * f)
+    return out
 
 
 class Scaled:
@@ -135,10 +142,8 @@ def scaled_party(party, D, c, e_ineq, e_eq):
     """The party's functions of x: ``c·fᵢ(Dx)``, ``eᵢ∘cᵢ(Dx)``, ``eᵢ∘hᵢ(Dx)`` (built by
     the party itself from its own data); ``.user`` keeps the original (:class:`Scaled`)."""
     f = None if party.objective is None else c * party.objective.rescaled(D)
-    cons, e_ineq = _scaled_rows([g.rescaled(D) for g in party.constraints],
-                                party.ineq_sizes, e_ineq)
-    eqs, e_eq = _scaled_rows([h.rescaled(D) for h in party.equalities], party.eq_sizes,
-                             e_eq)
+    cons = _scaled_rows([g.rescaled(D) for g in party.constraints], party.ineq_sizes, e_ineq)
+    eqs = _scaled_rows([h.rescaled(D) for h in party.equalities], party.eq_sizes, e_eq)
     out = object.__new__(type(party))
     Party.__init__(out, f, cons, eqs, party.name)
     out.user = Scaled(party, D, c, e_ineq, e_eq)

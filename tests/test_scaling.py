@@ -1,4 +1,4 @@
-"""The federated scaling (constrfl.scaling, docs/algorithms.md §9): the rescaled
+"""The federated scaling (constrfl.scaling, docs/algorithms.md §8a): the rescaled
 functions and regularizers against the originals at w = Dx (chain rule), and scaled
 solves whose results, residuals and multipliers are in the user's units (cf.kkt at the
 returned point, cvxpy on the pooled problem)."""
@@ -110,6 +110,7 @@ def test_scaled_solve_is_in_user_units(build):
     problem = build()
     res = cf.solve(problem, tol=1e-6, scaling=True)
     assert res.status == "optimal", res.message
+    assert res.state["solver"].scale_columns is not None        # it was scaled
     k = cf.kkt(problem, res.w, res.multipliers)
     for name in ("stationarity", "feasibility", "complementarity"):
         assert getattr(k, name) == pytest.approx(getattr(res.kkt, name), rel=1e-9,
@@ -126,6 +127,7 @@ def test_a_scaled_solve_resumes_bit_for_bit(tmp_path):
     problem = _badly_scaled_qp()
     full = cf.solve(problem, scaling=True)
     part = cf.solve(problem, scaling=True, max_outer=2)
+    assert part.state["solver"].scale_columns is not None
     part.save(tmp_path / "part.npz")
     rest = cf.solve(problem, resume=cf.load_result(tmp_path / "part.npz"),
                     max_outer=full.settings["max_outer"])

@@ -142,7 +142,7 @@ def _phi(state, party):
 
 @handles(M.SCALE_STATS)
 def scale_stats(msg, state, site):
-    """The scaling's statistics at w⁰; the party keeps its row scales (§9)."""
+    """The scaling's statistics at w⁰; the party keeps its row scales (§8a)."""
     reply, e_ineq, e_eq = column_stats(site.party, msg["w"])
     return reply, dict(state, scale_rows_ineq=e_ineq, scale_rows_eq=e_eq)
 

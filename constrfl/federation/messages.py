@@ -27,7 +27,7 @@ _FLOAT64 = np.dtype(np.float64)
 class MessageType:
     """The message types the solvers send (the handlers of :mod:`.handlers`)."""
 
-    SCALE_STATS = "scale.stats"    # column statistics at w⁰ for the scaling (§9)
+    SCALE_STATS = "scale.stats"    # column statistics at w⁰ for the scaling (§8a)
     AL_BEGIN = "al.begin"          # start subproblem (9) at centre w with penalty β
     AL_UPDATE = "al.update"        # multiplier step 3 at w, KKT share; start the next (9)
     KKT_REPORT = "kkt.report"      # KKT share at w with given multipliers (baselines)

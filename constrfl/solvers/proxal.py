@@ -87,7 +87,7 @@ def _kkt_round(problem, w, replies, previous):
               max(r["feasibility"] for r in replies.values()),
               max(r["complementarity"] for r in replies.values()),
               max(r["definition1"] for r in replies.values()),
-              problem.regularizer.exact_dist)
+              P.exact_dist)
     objective = sum(replies[n]["objective"] for n in owners) + P.value(w)
     return kkt, mults, step, objective
 
