@@ -26,7 +26,7 @@ __all__ = ["solve", "solve_over", "execute", "METHODS", "BASELINES", "settings_f
            "choose_inner", "AUTO_NEWTON_MAX_DIM"]
 
 
-def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=False,
+def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=False,
           callback=None, max_time=None, resume=None, **options):
     """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`, also when the
     solve is cut short (a status says how; the result keeps everything computed so far).
@@ -41,7 +41,8 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
     method : ``"fedproxal"`` (Algorithm 1), ``"cproxal"`` (Algorithm 3: the same outer
         loop, subproblems solved on pooled data), or a baseline of ``BASELINES``
         (options: :class:`constrfl.settings.BaselineSettings`).
-    tol : ε or ``(ε₁, ε₂)``: stationarity and feasibility tolerances of Definition 1.
+    tol : ε or ``(ε₁, ε₂)``: stationarity and feasibility tolerances of Definition 1
+        [1e-6; a resumed solve: the tolerances it ran with].
     w0 : starting point; default a point on the unit sphere drawn from ``seed``
         (the paper's choice), projected onto dom P.
     seed : integer seed (the default ``w0``; the baselines' sampling).
@@ -92,7 +93,7 @@ def solve(problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=Fal
                       **options)
 
 
-def solve_over(federation, problem, method="fedproxal", tol=1e-6, *, w0=None, seed=0,
+def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, seed=0,
                verbose=False, callback=None, max_time=None, resume=None, start=None,
                **options):
     """:func:`solve` over the federation that ``federation(method, snapshots)`` builds
@@ -100,11 +101,10 @@ def solve_over(federation, problem, method="fedproxal", tol=1e-6, *, w0=None, se
     when the call began (``max_time`` and the result's ``time`` count from it)."""
     start = time.perf_counter() if start is None else start
     if resume is not None:
-        method, settings = resume_settings(problem, resume, method, options)
+        method, settings, eps = resume_settings(problem, resume, method, options, tol)
         w0 = None                          # the iterate is in the resumed solver state
     else:
-        settings = settings_for(method, options, problem)
-    eps = tolerances(tol)
+        settings, eps = settings_for(method, options, problem), tolerances(tol)
     callback = checked_callback(callback)
     deadline = None if max_time is None else start + positive(max_time, "max_time")
     fed = federation(method, resume.state["parties"] if resume is not None else None)
@@ -139,7 +139,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
     except KeyboardInterrupt:
         status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
-    res = _result(problem, method, s, status, message, error, fed, settings,
+    res = _result(problem, method, s, status, message, error, fed, settings, eps,
                   previous_time + time.perf_counter() - start)
     report.close(res)
     return res
@@ -170,14 +170,14 @@ def _inner_solver(problem, method, settings, fed, eps):
                 local_max_iter=settings.local_max_iter, local_solver=settings.local_solver)
 
 
-def _result(problem, method, s, status, message, error, fed, settings, elapsed):
+def _result(problem, method, s, status, message, error, fed, settings, eps, elapsed):
     """The SolveResult at the last completed outer iteration."""
-    last = s.history[-1] if s.history else None
+    last = s.history[-1] if s.history else s.start      # else: measured at w⁰, if at all
     if last is not None:
         kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
                   last["definition1"], problem.regularizer.exact_dist)
         objective = last["objective"]
-    else:                                    # no KKT round completed: nothing measured
+    else:                                    # not even the first round completed
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
     mults = dict(problem.zero_multipliers(), **s.multipliers)
     w = s.w if s.scale_columns is None else s.scale_columns * s.w      # the user's units
@@ -187,7 +187,7 @@ def _result(problem, method, s, status, message, error, fed, settings, elapsed):
                        bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,
                        time=elapsed, history=s.history, error=error,
                        state=checkpoint(problem, fed, s),
-                       settings=to_saved(method, settings))
+                       settings=to_saved(method, settings, eps))
 
 
 class _Table:

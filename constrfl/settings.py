@@ -33,7 +33,7 @@ from .prox import SquaredL2, Zero
 from .result import SolveResult
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",
-           "settings_for", "resume_settings", "tolerances", "to_saved", "from_saved",
+           "settings_for", "resume_settings", "tolerances", "DEFAULT_TOL", "to_saved", "from_saved",
            "choose_inner", "METHODS", "BASELINES", "INNER", "AUTO_NEWTON_MAX_DIM"]
 
 METHODS = ("fedproxal", "cproxal")
@@ -412,17 +412,26 @@ def settings_for(method, options, problem):
     return settings
 
 
+#: ``tol`` when none is given (and a resumed result saved none: format version 2)
+DEFAULT_TOL = 1e-6
+
+
 def tolerances(tol):
-    """``(ε₁, ε₂)`` from ``tol``: a number or a pair."""
+    """``(ε₁, ε₂)`` from ``tol``: a number or a pair; None: :data:`DEFAULT_TOL`."""
+    tol = DEFAULT_TOL if tol is None else tol
     pair = tol if isinstance(tol, (tuple, list)) else (tol, tol)
     if len(pair) != 2:
         raise ValueError(f"tol must be a number or a pair (eps1, eps2), got {tol!r}")
     return positive(pair[0], "tol (eps1)"), positive(pair[1], "tol (eps2)")
 
 
-def to_saved(method, settings):
-    """A result's ``settings``: the record's fields and ``method``, a plain dict."""
-    return dict(settings.to_dict(), method=method)
+def to_saved(method, settings, eps=None):
+    """A result's ``settings``: the record's fields, ``method`` and the tolerances
+    ``eps`` = (ε₁, ε₂) as ``tol``, a plain dict."""
+    saved = dict(settings.to_dict(), method=method)
+    if eps is not None:
+        saved["tol"] = list(eps)
+    return saved
 
 
 def from_saved(saved):
@@ -430,6 +439,7 @@ def from_saved(saved):
     format version 2, which a ``cproxal`` solve saved without ``inner``)."""
     saved = dict(saved)
     method = saved.pop("method")
+    saved.pop("tol", None)
     if method in BASELINES:
         return method, BaselineSettings.from_dict(saved)
     if saved.get("inner") == "admm":
@@ -437,10 +447,11 @@ def from_saved(saved):
     return method, NewtonSettings.from_dict(saved)
 
 
-def resume_settings(problem, res, method, options):
-    """``(method, settings)`` of a solve resuming ``res`` (checked against ``problem``):
-    those it ran with, of which ``options`` may raise only the cap (``max_outer``; a
-    baseline's ``rounds``), and must after ``"max_iterations"``."""
+def resume_settings(problem, res, method, options, tol=None):
+    """``(method, settings, eps)`` of a solve resuming ``res`` (checked against
+    ``problem``): those it ran with, of which ``options`` may raise only the cap
+    (``max_outer``; a baseline's ``rounds``), and must after ``"max_iterations"``;
+    the tolerances are ``tol`` when given, else the resumed solve's."""
     if not isinstance(res, SolveResult) or res.state is None:
         raise TypeError("resume must be a SolveResult with its solver state "
                         "(from cf.solve or cf.load_result)")
@@ -466,7 +477,7 @@ def resume_settings(problem, res, method, options):
                          f"{limit} to continue it")
     if limit in options:
         settings = settings.replace(**{limit: options[limit]})
-    return saved_method, settings
+    return saved_method, settings, tolerances(res.settings.get("tol") if tol is None else tol)
 
 
 def _same(a, b):

@@ -113,7 +113,7 @@ def test_solve_and_simulate_run_the_records_defaults(method, options, record):
     pytest.importorskip("flwr")
     from constrfl.flower import simulate
     res = cf.solve(P, method=method, **options)
-    assert res.settings == to_saved(method, record)
+    assert res.settings == to_saved(method, record, (1e-6, 1e-6))
     assert simulate(P, method=method, **options).settings == res.settings
 
 

@@ -59,7 +59,8 @@ def test_message_accounting(monkeypatch):
     Floats per client (each client here has one constraint row, μᵢ ∈ R; ρ="auto":
     each block chooses its first ρᵢ):
     start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
-                up vᵢ, ρᵢ, Jᵢ (no rows: cold)
+                up vᵢ, ρᵢ, Jᵢ (no rows: cold), and the KKT share at w⁰ (μᵢ, ∇ℓᵢ,
+                feasibility, complementarity, Definition 1, fᵢ)
     ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
     outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
                 up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, and the
@@ -72,7 +73,8 @@ def test_message_accounting(monkeypatch):
     assert res.rounds == 1 + T + K
     assert len(rows) == n * K and sum(rows) > 0
     assert res.bytes_down == 8 * n * ((d + 7) + T * (d + 1) + K * (d + 7))
-    assert res.bytes_up == 8 * (n * ((d + 1) + T * (2 * d + 2) + K * (1 + d + 4 + d))
+    assert res.bytes_up == 8 * (n * ((d + 1) + (1 + d + 4) + T * (2 * d + 2)
+                                     + K * (1 + d + 4 + d))
                                 + d * sum(rows))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
@@ -117,7 +119,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     assert res.bytes_down == 8 * n * ((1 + K) * (d + 2) + plain * (d + 1)
                                       + searches * (2 * d + 4))
     assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 3
-                                    + K * (1 + d + 4))
+                                    + (1 + K) * (1 + d + 4))   # KKT shares: w⁰, outer
 
 
 def test_options_belong_to_their_method():

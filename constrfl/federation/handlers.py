@@ -149,12 +149,15 @@ def scale_stats(msg, state, site):
 
 @handles(M.AL_BEGIN)
 def al_begin(msg, state, site):
-    """Subproblem (9) at centre w; the first one may bring the scaling (D, c)."""
+    """Subproblem (9) at centre w; the first one may bring the scaling (D, c).  The
+    reply is the party's KKT share at (w, μ, ν) (what the solve reports when it stops
+    before its first outer iteration ends)."""
     state = dict(state, beta=msg["beta"], wk=msg["w"])
     if "scale_columns" in msg:
         state.update(scale_columns=msg["scale_columns"],
                      scale_objective=msg["scale_objective"])
-    return {}, state
+    party = _scaled_site(site, state).party
+    return _kkt_share(party, msg["w"], state["mu"], state["nu"]), state
 
 
 def _kkt_share(party, w, mu, nu):

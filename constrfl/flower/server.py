@@ -247,7 +247,7 @@ class FlowerFederation(Federation):
 
 # -- the ServerApp ------------------------------------------------------------------------------
 
-def run_server(grid, view, method="fedproxal", tol=1e-6, *, w0=None, seed=0, verbose=False,
+def run_server(grid, view, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=False,
                callback=None, max_time=None, resume=None, output_dir=None,
                client_timeout=300.0, resend_after=30.0, poll_interval=0.1, **options):
     """Solve over the Flower ``grid`` (the body of a ServerApp's main); returns the
@@ -285,7 +285,7 @@ def run_server(grid, view, method="fedproxal", tol=1e-6, *, w0=None, seed=0, ver
     return res
 
 
-def server_app(view, method="fedproxal", tol=1e-6, *, on_result=None, **kwargs):
+def server_app(view, method="fedproxal", tol=None, *, on_result=None, **kwargs):
     """A Flower ``ServerApp`` running :func:`run_server` with these arguments.
 
     ``view`` is a :class:`~constrfl.problem.ServerView` or a callable

@@ -40,7 +40,7 @@ class KnownServerSide(ServerSide):
         return self._parties
 
 
-def simulate(problem, method="fedproxal", tol=1e-6, *, backend="inmemory", w0=None,
+def simulate(problem, method="fedproxal", tol=None, *, backend="inmemory", w0=None,
              seed=0, verbose=False, callback=None, max_time=None, resume=None,
              state_dir=None, client_timeout=60.0, resend_after=None, poll_interval=None,
              faults=None, grid=None, **options):

@@ -177,7 +177,7 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
                       history=[{k: v for k, v in h.items() if k != "multipliers"}
                                for h in s.history],
                       error=error, state=checkpoint(problem, fed, s),
-                      settings=to_saved(method, settings))
+                      settings=to_saved(method, settings, tol))
     report.close(res)
     return res
 

@@ -42,6 +42,7 @@ class OuterState:
     scale_columns: np.ndarray = None   # D and c of the scaling (w = Dx), or None
     scale_objective: float = 1.0
     last_check: int = 0        # outer iteration of the last infeasibility check
+    start: dict = None         # KKT residuals and objective at w⁰ (the first al.begin)
 
 
 def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
@@ -110,9 +111,15 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
-            _, s.inner = _start(fed, inner, k, w_prev, s.beta,
-                                tau_schedule(k, s_bar, tau_decay, eps1, tau_rel, s.history),
-                                update=False, extra=problem.begin_payload())
+            replies, s.inner = _start(fed, inner, k, w_prev, s.beta,
+                                      tau_schedule(k, s_bar, tau_decay, eps1, tau_rel,
+                                                   s.history),
+                                      update=False, extra=problem.begin_payload())
+            if s.start is None and not s.history:
+                kkt, _, _, objective = _kkt_round(problem, w_prev, replies, mults_prev)
+                s.start = dict(stationarity=kkt.stationarity, feasibility=kkt.feasibility,
+                               complementarity=kkt.complementarity,
+                               definition1=kkt.definition1, objective=objective)
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
@@ -142,13 +149,19 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         s.history.append(rec)
         s.inner.tau = tau_schedule(k + 1, s_bar, tau_decay, eps1, tau_rel, s.history)
         report(rec)
-        stop = callback is not None and callback(dict(
-            rec, w=problem.user_point(w_new), w_prev=problem.user_point(w_prev),
-            multipliers_prev=mults_prev,
-            multipliers=s.multipliers))
-        if kkt.meets(eps1, eps2):
-            return st.OPTIMAL, (f"KKT residuals meet tol after {s.k} outer iterations "
-                                f"({'with' if rec['rule11'] else 'before'} the stop rule (11))")
+        solved = kkt.meets(eps1, eps2)
+        optimal = (f"KKT residuals meet tol after {s.k} outer iterations "
+                   f"({'with' if rec['rule11'] else 'before'} the stop rule (11))")
+        try:
+            stop = callback is not None and callback(dict(
+                rec, w=problem.user_point(w_new), w_prev=problem.user_point(w_prev),
+                multipliers_prev=mults_prev, multipliers=s.multipliers))
+        except SolveStop as failed:             # the callback raised: kept as res.error
+            if solved:                          # w is still the answer
+                raise SolveStop(f"{optimal}; then {failed}", st.OPTIMAL) from failed.__cause__
+            raise
+        if solved:
+            return st.OPTIMAL, optimal
         if stop:
             raise SolveStop(f"the callback asked to stop after outer iteration {k}")
         if stalled(s.history, s.last_check, eps2):
