@@ -8,6 +8,7 @@ import numpy as np
 
 from . import status as st
 from .control import checked_callback, checkpoint, interruptible, positive, restore
+from .progress import progress_line, status_text
 from .errors import SolveStop
 from .federation import InProcessFederation
 from .problem import Problem
@@ -27,7 +28,7 @@ __all__ = ["solve", "solve_over", "execute", "METHODS", "BASELINES", "settings_f
 
 
 def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=False,
-          callback=None, max_time=None, resume=None, **options):
+          progress=None, callback=None, max_time=None, resume=None, **options):
     """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`, also when the
     solve is cut short (a status says how; the result keeps everything computed so far).
 
@@ -47,6 +48,10 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         (the paper's choice), projected onto dom P.
     seed : integer seed (the default ``w0``; the baselines' sampling).
     verbose : print one row per outer iteration (per round for the baselines).
+    progress : a status line on stderr while the solve runs (rounds, outer iterations,
+        last residuals, seconds), shown after a second and erased at the end; None: when
+        stderr is a terminal and ``verbose`` is off (:mod:`constrfl.progress`; per-round
+        records: the ``"constrfl"`` logger at DEBUG).
     callback : called after every outer iteration (every round for the baselines) with
         a dict (the history record plus ``w``, ``w_prev``, ``multipliers_prev`` and
         ``multipliers``); returning True or raising StopIteration stops the solve
@@ -89,12 +94,12 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         return InProcessFederation(problem, snapshots, counted=method != "cproxal")
 
     return solve_over(in_process, problem, method, tol, w0=w0, seed=seed, verbose=verbose,
-                      callback=callback, max_time=max_time, resume=resume, start=start,
+                      progress=progress, callback=callback, max_time=max_time, resume=resume, start=start,
                       **options)
 
 
 def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, seed=0,
-               verbose=False, callback=None, max_time=None, resume=None, start=None,
+               verbose=False, progress=None, callback=None, max_time=None, resume=None, start=None,
                **options):
     """:func:`solve` over the federation that ``federation(method, snapshots)`` builds
     (``snapshots``: the parties' states of a resumed solve, else None); ``start`` is
@@ -110,11 +115,12 @@ def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, se
     fed = federation(method, resume.state["parties"] if resume is not None else None)
     run = execute_baseline if method in BASELINES else execute
     return run(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
-               verbose=verbose, callback=callback, deadline=deadline, start=start)
+               verbose=verbose, progress=False if verbose else progress,
+               callback=callback, deadline=deadline, start=start)
 
 
 def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None,
-            verbose=False, callback=None, deadline=None, start=None):
+            verbose=False, progress=None, callback=None, deadline=None, start=None):
     """Run a proximal AL method over the federation ``fed`` and return its result
     (``problem`` needs ``dim``, ``regularizer``, ``start_point`` and ``parties``; the
     backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this)."""
@@ -128,8 +134,12 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         previous_time = 0.0
     report = _Table(verbose, method, problem)
     error = None
+
+    def describe():
+        return status_text(start, fed.traffic.rounds, s.k, s.history[-1] if s.history
+                           else s.start)
     try:
-        with interruptible(fed):
+        with interruptible(fed), progress_line(describe, progress):
             view = _scaled(problem, fed, s, settings.scaling and resume is None)
             inner = _inner_solver(view, method, settings, fed, eps)
             status, message = proximal_al(view, fed, inner, s, eps, settings,

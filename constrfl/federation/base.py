@@ -15,11 +15,13 @@ already answered from its cache, so a round interrupted half-way is simply sent 
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 from .. import status as st
 from ..errors import SolveStop
+from ..progress import log
 from .messages import FLOAT, check_payload, floats
 
 __all__ = ["Federation", "Traffic"]
@@ -78,6 +80,9 @@ class Federation:
             else:
                 t.bytes_down += FLOAT * len(names) * floats(payload)
             t.bytes_up += FLOAT * sum(floats(replies[n]) for n in names)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("round %d: %s to %d clients%s", self.traffic.rounds, message_type,
+                      len(names), "" if self.counted and counted else " (not counted)")
         out = {n: replies[n] for n in names}
         if own is not None:
             out["server"] = own

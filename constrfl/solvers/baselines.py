@@ -99,6 +99,7 @@ from ..control import checkpoint, interruptible, restore
 from ..errors import NonFiniteIterate, PartyError, SolveStop
 from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
+from ..progress import progress_line, status_text
 from ..result import KKT, Multipliers, SolveResult
 from ..settings import ADAPTIVE, to_saved
 
@@ -119,11 +120,12 @@ class BaselineState:
 
 
 def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, resume=None,
-                     verbose=False, callback=None, deadline=None, start=None):
+                     verbose=False, progress=None, callback=None, deadline=None, start=None):
     """Run a baseline with ``settings`` (a :class:`~constrfl.settings.BaselineSettings`)
     over the federation ``fed`` (any backend) and return its result.  ``problem``,
-    ``tol`` (a pair), ``w0``, ``seed``, ``resume``, ``verbose`` and ``callback`` (already
-    checked: :func:`constrfl.control.checked_callback`) are those of :func:`constrfl.solve`;
+    ``tol`` (a pair), ``w0``, ``seed``, ``resume``, ``verbose``, ``progress`` and
+    ``callback`` (already checked: :func:`constrfl.control.checked_callback`) are those of
+    :func:`constrfl.solve`;
     ``seed`` seeds the server's client sampling (with the round) and the clients'
     minibatches (with the client's name and the round); ``deadline`` and ``start`` come
     from its ``max_time``.  ``outer_iterations`` counts the rounds run,
@@ -139,8 +141,12 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
         previous_time = 0.0
     report = _Report(verbose, method, problem, cfg["rounds"])
     error = None
+
+    def describe():
+        return status_text(start, fed.traffic.rounds, s.round,
+                           s.history[-1] if s.history else None, unit="round")
     try:
-        with interruptible(fed):
+        with interruptible(fed), progress_line(describe, progress):
             status, message = _run(problem, family, s, cfg, seed, fed, report, callback)
     except SolveStop as stop:
         status, message = stop.status, str(stop)

@@ -22,6 +22,7 @@ import numpy as np
 from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
+from ..progress import log
 from ..result import KKT, Multipliers
 from .diagnostics import running_off, stalled, unbounded, violation_check
 
@@ -148,6 +149,9 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                                    f"iteration {k}")
         s.history.append(rec)
         s.inner.tau = tau_schedule(k + 1, s_bar, tau_decay, eps1, tau_rel, s.history)
+        log.info("outer iteration %d: %d inner iterations, round %d, stationarity %.2e, "
+                 "feasibility %.2e, objective %.10g", k, iterations, rec["rounds"],
+                 kkt.stationarity, kkt.feasibility, objective)
         report(rec)
         solved = kkt.meets(eps1, eps2)
         optimal = (f"KKT residuals meet tol after {s.k} outer iterations "

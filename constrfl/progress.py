@@ -1,0 +1,70 @@
+"""Where a long solve is: the ``constrfl`` logger and a one-line progress display.
+
+* The logger ``"constrfl"`` (standard :mod:`logging`; silent until the application
+  configures logging, e.g. ``logging.basicConfig(level=logging.DEBUG)``): a DEBUG record
+  per communication round from the federation (the round, its message type, how many
+  clients), an INFO record per outer iteration of the proximal AL methods (its residuals).
+* :func:`progress_line`: while a solve runs, one status line on stderr (rounds, outer
+  iterations, the last residuals, seconds), redrawn a few times a second by a
+  background thread that only reads the solve's counters — when stderr is a terminal,
+  and only once the solve has run ``after`` seconds; erased when the solve ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+import time
+
+__all__ = ["log", "progress_line", "status_text"]
+
+log = logging.getLogger("constrfl")
+log.addHandler(logging.NullHandler())
+
+
+@contextlib.contextmanager
+def progress_line(describe, enabled=None, *, stream=None, after=1.0, every=0.25):
+    """Show ``describe()`` (a one-line status) on ``stream`` [stderr] every ``every``
+    seconds from ``after`` seconds on, while the block runs.  ``enabled``: True, False,
+    or None (on when the stream is a terminal)."""
+    stream = sys.stderr if stream is None else stream
+    if enabled is None:
+        enabled = bool(getattr(stream, "isatty", lambda: False)())
+    if not enabled:
+        yield
+        return
+    done, width = threading.Event(), [0]         # width: the widest line drawn
+
+    def draw():
+        if done.wait(after):
+            return
+        while True:
+            text = describe()
+            stream.write("\r" + text.ljust(width[0]))
+            stream.flush()
+            width[0] = max(width[0], len(text))
+            if done.wait(every):
+                return
+
+    thread = threading.Thread(target=draw, name="constrfl-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if width[0]:
+            stream.write("\r" + " " * width[0] + "\r")
+            stream.flush()
+
+
+def status_text(start, rounds, outer, last, unit="outer"):
+    """``constrfl: 1,234 rounds · outer 3 · stationarity 1.2e-03 · feasibility 4.0e-05 ·
+    12.3 s`` (``last``: the newest history record, or None)."""
+    parts = [f"constrfl: {rounds:,} rounds", f"{unit} {outer}"]
+    if last is not None and "stationarity" in last:
+        parts += [f"stationarity {last['stationarity']:.1e}",
+                  f"feasibility {last['feasibility']:.1e}"]
+    parts.append(f"{time.perf_counter() - start:.1f} s")
+    return " · ".join(parts)
