@@ -12,8 +12,10 @@ wrap ``problems.neyman_pearson`` / ``problems.fairness`` and :func:`constrfl.sol
 **scikit-learn is optional.**  When it is installed the estimators derive from its
 ``ClassifierMixin`` and ``BaseEstimator`` and validate their input with its
 ``validate_data``, so ``clone``, ``Pipeline``, ``GridSearchCV`` and ``check_estimator``
-work: both estimators pass every check of ``check_estimator`` (FairClassifier through a
-test wrapper that supplies ``sensitive``; see ``tests/test_estimators.py``).  Without it, a small stand-in base class gives the same
+work: ``check_estimator(NeymanPearsonClassifier())`` and
+``check_estimator(FairClassifier())`` pass, unmodified (FairClassifier fits without a
+disparity constraint, and warns, when no ``sensitive_features`` are given, as in those
+checks; see its docstring).  Without it, a small stand-in base class gives the same
 ``get_params`` / ``set_params`` (read off the ``__init__`` signature), ``score``
 (accuracy) and input checks on NumPy arrays.
 
@@ -87,6 +89,17 @@ in status ``"infeasible"``, hence in the same error.
 
 ``score`` is the accuracy (scikit-learn's convention); what the constraint controls is a
 loss, so judge a Neyman-Pearson model by its class-1 loss or recall as well.
+
+Cross-validation
+----------------
+Per-row arguments of ``fit`` (``client_ids``, ``sensitive_features``) are split with
+the rows by ``GridSearchCV`` and ``cross_val_score``.  The default folds (stratified
+by class) test new rows of the same clients; a training fold may leave a small client
+without one class, which is fitted as it is (see each ``fit``).  To test on clients
+left out of training, group the folds by client::
+
+    GridSearchCV(NeymanPearsonClassifier(), grid, cv=GroupKFold(5)).fit(
+        X, y, groups=client_ids, client_ids=client_ids)
 """
 from __future__ import annotations
 
@@ -544,6 +557,13 @@ def _ids(client_ids, n):
     return ids
 
 
+def _server_X(X0, d):
+    X0 = _as_2d_float(X0, "server_data X")
+    if X0.shape[1] != d:
+        raise ValueError(f"server_data X has {X0.shape[1]} features, X has {d}")
+    return X0
+
+
 def _seed(random_state):
     """An integer seed for ``solve`` (its random start point) from ``random_state``."""
     top = np.iinfo(np.int32).max
@@ -614,9 +634,11 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
 
     ``min (1/n) Σᵢ L(w; Dᵢ⁰) + (alpha/2)‖coef‖² + regularizer(coef)
     s.t. L(w; Dᵢ¹) ≤ max_class1_loss`` for every client i, where ``L`` is the mean
-    logistic loss (31), ``Dᵢ¹`` client i's rows of the protected class ``classes_[1]``
-    and ``Dᵢ⁰`` its rows of ``classes_[0]``.  See the module docstring for labels,
-    intercept and failure handling.
+    logistic loss (31), ``Dᵢ¹`` client i's rows of the protected class ``classes_[1]``,
+    ``Dᵢ⁰`` its rows of ``classes_[0]`` and n the number of clients holding such rows
+    (a client without them has no objective term; one without ``Dᵢ¹`` no constraint).
+    See the module docstring for labels, intercept, failure handling and
+    cross-validation.
 
     Parameters
     ----------
@@ -654,27 +676,25 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
     def fit(self, X, y, client_ids=None, server_data=None):
         """Solve the template on ``(X, y)``.
 
-        client_ids : None (one client) or one label per row naming its client; every
-            client needs rows of both classes.
+        client_ids : None (one client) or one label per row naming its client.  A
+            client lacking rows of one class is fitted as it is (a small client, or a
+            cross-validation fold): without ``classes_[1]`` rows it has no constraint,
+            without ``classes_[0]`` rows no objective term (the objective is the mean
+            over the clients holding such rows).  Cross-validation over clients:
+            ``GridSearchCV(..., cv=GroupKFold()).fit(X, y, groups=ids, client_ids=ids)``
+            validates on clients left out of training; the default (stratified) folds
+            validate on new rows of the same clients.
         server_data : None or ``(X0, y0)``: the server's rows; adds the global constraint
             ``L(w; D₀¹) ≤ max_class1_loss`` on its rows of ``classes_[1]``.
         """
         X, y01, classes = self._validate_fit(X, y)
         options = self._check_params()
         ids = _ids(client_ids, X.shape[0])
-        for c in np.unique(ids):
-            rows = ids == c
-            for k in (0, 1):
-                if not np.any(y01[rows] == k):
-                    raise ValueError(f"client {_py(c)!r} has no rows of class "
-                                     f"{_py(classes[k])!r}: "
-                                     "each client needs rows of both classes (the "
-                                     "Neyman-Pearson problem is undefined otherwise)")
         coords = self._coordinates(X)
         server = None
         if server_data is not None:
             X0, y0 = _pair(server_data, 2, "(X0, y0)")
-            X0 = self._server_X(X0, X.shape[1])
+            X0 = _server_X(X0, X.shape[1])
             server = (coords.design(X0), self._encode_server_labels(y0, classes))
         with _scaled_on_purpose():
             problem = problems.neyman_pearson(coords.design(X), y01.astype(np.float64), ids,
@@ -683,12 +703,6 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
                                               regularizer=self._penalty(coords))
         return self._solve_and_store(problem, coords, classes, options)
 
-    def _server_X(self, X0, d):
-        X0 = _as_2d_float(X0, "server_data X")
-        if X0.shape[1] != d:
-            raise ValueError(f"server_data X has {X0.shape[1]} features, X has {d}")
-        return X0
-
 
 class FairClassifier(_ConstrainedLogistic):
     """Fairness-constrained logistic regression (template (32)), trained over clients.
@@ -696,10 +710,16 @@ class FairClassifier(_ConstrainedLogistic):
     ``min (1/n) Σᵢ L(w; Dᵢ) + (alpha/2)‖coef‖² + regularizer(coef)
     s.t. |L(w; Dᵢᵃ) − L(w; Dᵢᵇ)| ≤ max_disparity`` for every client i holding rows of
     both groups (and for the server's rows when ``server_data`` is given), where ``a``,
-    ``b`` are the two values of ``sensitive``.  The constraints are nonconvex, so
-    ``"optimal"`` means an (ε₁, ε₂)-KKT point (feasible within ε₂), not a certified
+    ``b`` are the two values of ``sensitive_features``.  The constraints are nonconvex,
+    so ``"optimal"`` means an (ε₁, ε₂)-KKT point (feasible within ε₂), not a certified
     global minimum.  Parameters and attributes as :class:`NeymanPearsonClassifier`, with
     ``max_disparity`` (δ > 0) in place of ``max_class1_loss``.
+
+    **Without** ``sensitive_features`` (as in scikit-learn's ``check_estimator``, or a
+    pipeline that cannot route it) every row is in one group, so no disparity
+    constraint applies: ``fit`` warns (UserWarning) and fits plain penalized logistic
+    regression, as fairlearn's AdversarialFairnessClassifier treats missing sensitive
+    features as one group.  (fairlearn's reductions raise instead.)
     """
 
     def __init__(self, max_disparity=0.1, *, alpha=1e-2, regularizer=None,
@@ -707,50 +727,86 @@ class FairClassifier(_ConstrainedLogistic):
                  random_state=0, solver_options=None, on_failure="raise"):
         _store_params(self, locals())
 
-    def fit(self, X, y, *, sensitive, client_ids=None, server_data=None):
+    def fit(self, X, y, *, sensitive_features=None, client_ids=None, server_data=None,
+            sensitive=None):
         """Solve the template on ``(X, y)``.
 
-        sensitive : one value per row, two distinct values (the groups a < b).
+        sensitive_features : None, one value per row (two distinct values, the groups
+            a < b), or the name of a column of a DataFrame X.  A named column stays a
+            feature of the model (so it must be numeric, and ``predict`` takes the same
+            columns); to leave it out, pass ``X.drop(columns=name)`` and ``X[name]``.
+            None: no disparity constraint, see the class doc.
         client_ids : None (one client) or one client label per row.  A client lacking
             rows of one group gets no disparity constraint (its disparity is undefined);
-            a UserWarning is emitted when that leaves no constraint at all.
-        server_data : None or ``(X0, y0, s0)``: the server's rows (both groups needed),
-            with the same disparity constraint.
+            a UserWarning is emitted when that leaves no constraint at all.  A client
+            lacking rows of one class is fitted as it is.  Cross-validation over clients:
+            ``GridSearchCV(..., cv=GroupKFold()).fit(X, y, groups=ids, client_ids=ids,
+            sensitive_features=s)`` validates on clients left out of training.
+        server_data : None or ``(X0, y0, s0)``: the server's rows (both groups needed;
+            ``s0`` as ``sensitive_features``, or a column name of a DataFrame X0), with
+            the same disparity constraint.
+        sensitive : deprecated name of ``sensitive_features`` (FutureWarning).
         """
+        s = _sensitive_column(X, _renamed_sensitive(sensitive, sensitive_features))
         X, y01, classes = self._validate_fit(X, y)
         options = self._check_params()
         ids = _ids(client_ids, X.shape[0])
-        s = _as_labels(sensitive, X.shape[0], "sensitive")
+        s = None if s is None else _as_labels(s, X.shape[0], "sensitive_features")
         coords = self._coordinates(X)
-        server = None
-        groups_of = [s]
+        server, s0 = None, None
         if server_data is not None:
             X0, y0, s0 = _pair(server_data, 3, "(X0, y0, s0)")
-            X0 = _as_2d_float(X0, "server_data X")
-            if X0.shape[1] != X.shape[1]:
-                raise ValueError(f"server_data X has {X0.shape[1]} features, X has "
-                                 f"{X.shape[1]}")
+            s0 = _sensitive_column(X0, s0)
+            X0 = _server_X(X0, X.shape[1])
             s0 = _as_labels(s0, X0.shape[0], "server_data sensitive")
-            groups_of.append(s0)
-        groups = np.unique(np.concatenate(groups_of))
-        if len(groups) != 2:
-            raise ValueError(f"sensitive must hold exactly 2 groups, got {len(groups)} "
-                             f"({groups[:5]!r})")
+        given = [g for g in (s, s0) if g is not None]
+        groups = np.unique(np.concatenate(given)) if given else None
+        if given and len(groups) != 2:
+            raise ValueError(f"sensitive_features must hold exactly 2 groups, got "
+                             f"{len(groups)} ({groups[:5]!r})")
         if server_data is not None:
             y0 = self._encode_server_labels(y0, classes)
             if len(y0) != X0.shape[0]:
                 raise ValueError("server_data: X0 and y0 differ in length")
             server = (coords.design(X0), y0, (s0 == groups[1]).astype(np.int64))
-        s01 = (s == groups[1]).astype(np.int64)
+        in_b = np.zeros(X.shape[0], bool) if s is None else s == groups[1]
         with _scaled_on_purpose():
             problem = problems.fairness(coords.design(X), y01.astype(np.int64), ids,
-                                        self.max_disparity, sensitive=s01, server_data=server,
+                                        self.max_disparity, sensitive=in_b.astype(np.int64),
+                                        server_data=server,
                                         regularizer=self._penalty(coords))
         if not any(p.n_ineq for p in problem.parties):
-            warnings.warn("FairClassifier.fit: no client holds rows of both sensitive groups "
-                          "and there is no server_data, so no disparity constraint applies "
-                          "(plain penalized logistic regression)", UserWarning, stacklevel=2)
+            why = ("no sensitive_features given" if s is None else
+                   "no client holds rows of both sensitive groups")
+            warnings.warn(f"FairClassifier.fit: {why} and there is no server_data, so no "
+                          "disparity constraint applies (plain penalized logistic "
+                          "regression)", UserWarning, stacklevel=2)
         return self._solve_and_store(problem, coords, classes, options)
+
+
+def _renamed_sensitive(sensitive, sensitive_features):
+    """``sensitive_features``, or the deprecated ``sensitive`` with a FutureWarning."""
+    if sensitive is None:
+        return sensitive_features
+    if sensitive_features is not None:
+        raise TypeError("FairClassifier.fit: pass sensitive_features only (sensitive is "
+                        "its deprecated name)")
+    warnings.warn("FairClassifier.fit(sensitive=...) is deprecated and will be removed: "
+                  "use sensitive_features=... (fairlearn's name)", FutureWarning,
+                  stacklevel=3)
+    return sensitive
+
+
+def _sensitive_column(X, sensitive_features):
+    """The sensitive feature as given, or X's column of that name (a DataFrame X)."""
+    if not isinstance(sensitive_features, str):
+        return sensitive_features
+    columns = getattr(X, "columns", None)
+    if columns is None or sensitive_features not in columns:
+        raise ValueError(f"sensitive_features={sensitive_features!r} names a column, but "
+                         + ("X is not a DataFrame" if columns is None else
+                            f"X has no such column ({list(columns)[:10]!r})"))
+    return np.asarray(X[sensitive_features])
 
 
 @contextlib.contextmanager
@@ -762,11 +818,6 @@ def _scaled_on_purpose():
         warnings.filterwarnings("ignore", message=".*feature scales differ",
                                 category=UserWarning)
         yield
-
-
-def _py(x):
-    """A NumPy scalar as the plain Python value (for readable messages)."""
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def _pair(data, k, shape):

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import labels01, plain, real_arg, rows, warn_if_badly_scaled
+from ._args import labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["neyman_pearson"]
 
@@ -23,23 +23,34 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
     (clients in sorted order).  ``local=False`` drops the per-client constraints;
     ``server_data=(X0, y0)`` adds the global constraint ``L(w; D₀¹) ≤ r`` on the
     server's rows.
+
+    **A client lacking one class** (a small client, or a cross-validation fold) is
+    legitimate: without class-1 rows it has no constraint (a bound on an empty set),
+    without class-0 rows no objective term, and ``n`` is the number of clients holding
+    class-0 rows (the objective is the mean of their class-0 losses); a client left with
+    neither (no class-0 rows and ``local=False``) is not in the problem.  Some client
+    needs class-0 rows.
     """
     X, y, ids = rows(OWNER, X, y=y, client_ids=client_ids)
     warn_if_badly_scaled(OWNER, X)
     r = real_arg(OWNER, "max_class1_loss", max_class1_loss, positive=True)
     y = labels01(OWNER, "y", y, ids)
     labels = np.unique(ids)
+    n = np.unique(ids[y == 0]).size                     # the clients with an objective term
+    if n == 0:
+        raise ValueError(f"{OWNER}: no client holds rows of class 0 (y == 0): the "
+                         "objective would be empty")
     clients = []
     for i in labels:
         mine = ids == i
         X0, X1 = X[mine & (y == 0)], X[mine & (y == 1)]
-        if X0.shape[0] == 0 or (local and X1.shape[0] == 0):
-            raise ValueError(f"{OWNER}: client {plain(i)!r} needs rows of class 0"
-                             + (" and class 1" if local else ""))
-        cons = [fn.LogisticLoss(X1, np.ones(X1.shape[0])) - r] if local else []
-        objective = fn.LogisticLoss(X0, np.zeros(X0.shape[0]))
-        clients.append(Client(objective=(1.0 / len(labels)) * objective,
-                              constraints=cons, name=f"client-{i}"))
+        objective = ((1.0 / n) * fn.LogisticLoss(X0, np.zeros(X0.shape[0]))
+                     if X0.shape[0] else None)
+        cons = ([fn.LogisticLoss(X1, np.ones(X1.shape[0])) - r]
+                if local and X1.shape[0] else [])
+        if objective is not None or cons:
+            clients.append(Client(objective=objective, constraints=cons,
+                                  name=f"client-{i}"))
     server = None
     if server_data is not None:
         try:
