@@ -184,8 +184,7 @@ def _result(problem, method, s, status, message, error, fed, settings, eps, elap
     """The SolveResult at the last completed outer iteration."""
     last = s.history[-1] if s.history else s.start      # else: measured at w⁰, if at all
     if last is not None:
-        kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
-                  last["definition1"], problem.regularizer.exact_dist)
+        kkt = KKT.of(last, problem.regularizer.exact_dist)
         objective = last["objective"]
     else:                                    # not even the first round completed
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan

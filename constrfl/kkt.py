@@ -78,18 +78,24 @@ def as_multipliers(problem, multipliers=None):
 
 
 def party_residuals(party, w, mult, atol=0.0):
-    """One owner's message: its Lagrangian gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ`` and
-    the max of its feasibility, complementarity and Definition-1 residuals."""
-    g = party.f_value_grad(w)[1]
+    """One owner's message: its Lagrangian gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ``, the
+    max of its feasibility, complementarity and Definition-1 residuals, and its parts of
+    the scales S₁, S₂ (:class:`~constrfl.result.KKT`)."""
+    f_grad = party.f_value_grad(w)[1]
     (c, Jc), h = party.c_value_jac(w), party.h_value(w)
+    Jh = party.h_jac(w) if h.size else np.zeros((0, w.size))
     mu, nu = mult.ineq, mult.eq
-    if c.size:
-        g = g + Jc.T @ mu
-    if h.size:
-        g = g + party.h_jac(w).T @ nu
+    duals = Jc.T @ mu + Jh.T @ nu if c.size or h.size else np.zeros_like(w)
     feas = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
     compl = float(np.max(np.abs(np.minimum(mu, -c)), initial=0.0))
-    return g, feas, compl, definition1(c, h, mu, atol)
+    linear = np.concatenate([Jc @ w, Jh @ w]) if c.size or h.size else np.zeros(0)
+    scales = (max(_inf_norm(f_grad), _inf_norm(duals)),
+              max(_inf_norm(linear), _inf_norm(np.concatenate([c, h]) - linear)))
+    return f_grad + duals, feas, compl, definition1(c, h, mu, atol), scales
+
+
+def _inf_norm(v):
+    return float(np.max(np.abs(v), initial=0.0))
 
 
 def definition1(c, h, mu, atol=0.0):
@@ -116,13 +122,14 @@ def kkt(problem, w, multipliers=None, atol=0.0):
                             estimate=how)
     mults = as_multipliers(problem, multipliers)
     g = np.zeros(problem.dim)
-    feas = compl = def1 = 0.0
+    feas = compl = def1 = s1 = s2 = 0.0
     for p in problem.parties:
-        gp, fp, cp_, dp = party_residuals(p, w, mults[p.name], atol)
+        gp, fp, cp_, dp, (sp1, sp2) = party_residuals(p, w, mults[p.name], atol)
         g += gp
         feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
+        s1, s2 = max(s1, sp1), max(s2, sp2)
     stat = problem.regularizer.dist(w, g, atol)
-    return KKT(float(stat), feas, compl, def1, problem.regularizer.exact_dist)
+    return KKT(float(stat), feas, compl, def1, problem.regularizer.exact_dist, s1, s2)
 
 
 def _point(problem, w):

@@ -39,7 +39,12 @@ class KKT:
     * ``feasibility`` = max(‖[c(w)]₊‖∞, ‖h(w)‖∞);
     * ``complementarity`` = ‖min(μ, −c(w))‖∞ (the natural residual);
     * ``definition1`` = max(dist∞(c(w), N_{R₊}(μ)), ‖h(w)‖∞), the feasibility measure of
-      Definition 1 (ε₂ bounds it).
+      Definition 1 (ε₂ bounds it);
+    * ``stationarity_scale`` S₁ = maxᵢ max(‖∇fᵢ(w)‖∞, ‖∇cᵢ(w)ᵀμᵢ + ∇hᵢ(w)ᵀνᵢ‖∞) and
+      ``feasibility_scale`` S₂ = max over constraint rows j of max(|∇gⱼ(w)ᵀw|,
+      |gⱼ(w) − ∇gⱼ(w)ᵀw|) (g = (c, h); for an affine row aᵀw + b: max(|aᵀw|, |b|)),
+      the sizes of the terms the residuals subtract (docs/algorithms.md §2), against
+      which a relative tolerance measures them.
     """
 
     stationarity: float
@@ -47,19 +52,42 @@ class KKT:
     complementarity: float
     definition1: float
     exact_stationarity: bool = True
+    stationarity_scale: float = 0.0
+    feasibility_scale: float = 0.0
 
-    def meets(self, eps1, eps2):
-        """True when (w, μ, ν) is (ε₁, ε₂)-optimal in the sense of Definition 1."""
-        return self.stationarity <= eps1 and self.definition1 <= eps2
+    RECORDED = ("stationarity", "feasibility", "complementarity", "definition1",
+                "stationarity_scale", "feasibility_scale")
 
-    def failures(self, eps1, eps2):
+    @classmethod
+    def of(cls, record, exact_stationarity=True):
+        """The KKT of a history record (a dict with the :attr:`RECORDED` keys; the scales
+        may be missing, as in results saved before they were recorded)."""
+        return cls(record["stationarity"], record["feasibility"],
+                   record["complementarity"], record["definition1"], exact_stationarity,
+                   record.get("stationarity_scale", 0.0),
+                   record.get("feasibility_scale", 0.0))
+
+    def tolerances(self, eps1, eps2, eps_rel=0.0):
+        """The bounds (ε₁ + ε_rel·S₁, ε₂ + ε_rel·S₂) of :meth:`meets`."""
+        return (eps1 + eps_rel * self.stationarity_scale,
+                eps2 + eps_rel * self.feasibility_scale)
+
+    def meets(self, eps1, eps2, eps_rel=0.0):
+        """True when (w, μ, ν) is (ε₁, ε₂)-optimal in the sense of Definition 1, with
+        ``eps_rel`` > 0 relative to the scales: stationarity ≤ ε₁ + ε_rel·S₁ and
+        Definition 1 ≤ ε₂ + ε_rel·S₂ (OSQP's ε_abs + ε_rel·max‖terms‖)."""
+        bound1, bound2 = self.tolerances(eps1, eps2, eps_rel)
+        return self.stationarity <= bound1 and self.definition1 <= bound2
+
+    def failures(self, eps1, eps2, eps_rel=0.0):
         """Names of the residuals above their tolerance, with their values."""
+        bound1, bound2 = self.tolerances(eps1, eps2, eps_rel)
         out = []
-        if not self.stationarity <= eps1:
-            out.append(f"stationarity {self.stationarity:.2e} > {eps1:.1e}")
-        if not self.definition1 <= eps2:
+        if not self.stationarity <= bound1:
+            out.append(f"stationarity {self.stationarity:.2e} > {bound1:.1e}")
+        if not self.definition1 <= bound2:
             out.append(f"feasibility/complementarity (Definition 1) "
-                       f"{self.definition1:.2e} > {eps2:.1e}")
+                       f"{self.definition1:.2e} > {bound2:.1e}")
         return out
 
 

@@ -102,6 +102,9 @@ class OuterSettings(_Record):
     tau_rel: float | None = 0.1
     #: equilibrate rows, columns and objective first (:mod:`constrfl.scaling`; one round)
     scaling: bool = False
+    #: ε_rel ≥ 0: optimal when stationarity ≤ ε₁ + ε_rel·S₁ and Definition 1 ≤ ε₂ +
+    #: ε_rel·S₂ (the scales of :class:`~constrfl.result.KKT`); 0: ``tol`` alone
+    eps_rel: float = 0.0
 
     def __post_init__(self):
         self._set("max_outer", count(self.max_outer, "max_outer"))
@@ -112,6 +115,9 @@ class OuterSettings(_Record):
             self._set("tau_decay", float(self.tau_decay))
         if self.tau_rel is not None:
             self._set("tau_rel", positive(self.tau_rel, "tau_rel"))
+        if not (real(self.eps_rel) and 0 <= self.eps_rel < np.inf):
+            raise ValueError(f"eps_rel must be a finite number >= 0, got {self.eps_rel!r}")
+        self._set("eps_rel", float(self.eps_rel))
         if not isinstance(self.scaling, bool):
             raise TypeError(f"scaling must be True or False, got {self.scaling!r}")
 

@@ -60,10 +60,10 @@ def test_message_accounting(monkeypatch):
     each block chooses its first ρᵢ):
     start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
                 up vᵢ, ρᵢ, Jᵢ (no rows: cold), and the KKT share at w⁰ (μᵢ, ∇ℓᵢ,
-                feasibility, complementarity, Definition 1, fᵢ)
+                feasibility, complementarity, Definition 1, the scales S₁ and S₂, fᵢ)
     ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
     outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
-                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, fᵢ, and the
+                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, S₁, S₂, fᵢ, and the
                 ADMM block's vᵢ and Jᵢ for its new penalty (rᵢ rows of d floats: the
                 constraints it expects active)"""
     rows = count_metric_rows(monkeypatch)
@@ -73,8 +73,8 @@ def test_message_accounting(monkeypatch):
     assert res.rounds == 1 + T + K
     assert len(rows) == n * K and sum(rows) > 0
     assert res.bytes_down == 8 * n * ((d + 7) + T * (d + 1) + K * (d + 7))
-    assert res.bytes_up == 8 * (n * ((d + 1) + (1 + d + 4) + T * (2 * d + 2)
-                                     + K * (1 + d + 4 + d))
+    assert res.bytes_up == 8 * (n * ((d + 1) + (1 + d + 6) + T * (2 * d + 2)
+                                     + K * (1 + d + 6 + d))
                                 + d * sum(rows))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
@@ -119,7 +119,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     assert res.bytes_down == 8 * n * ((1 + K) * (d + 2) + plain * (d + 1)
                                       + searches * (2 * d + 4))
     assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 3
-                                    + (1 + K) * (1 + d + 4))   # KKT shares: w⁰, outer
+                                    + (1 + K) * (1 + d + 6))   # KKT shares: w⁰, outer
 
 
 def test_options_belong_to_their_method():
@@ -153,8 +153,6 @@ def test_infeasible_detected():
         res = cf.solve(p, method=method, beta=10.0)
         assert res.status == "infeasible", (method, res.message)
         assert res.kkt.feasibility > 0.5
-    with pytest.raises(RuntimeError, match="infeasible"):
-        cf.certify(p, res)
 
 
 def test_max_iterations_names_failing_residual():

@@ -166,10 +166,10 @@ def _kkt_share(party, w, mu, nu):
     user = getattr(party, "user", None)
     if user is not None:
         (w, mu, nu), party = user.user_units(w, mu, nu), user.party
-    g, feas, compl, def1 = party_residuals(party, w, Multipliers(mu, nu))
+    g, feas, compl, def1, (s1, s2) = party_residuals(party, w, Multipliers(mu, nu))
     return {"mu": mu, "nu": nu, "lagrangian_grad": g, "feasibility": feas,
-            "complementarity": compl, "definition1": def1,
-            "objective": party.f_value_grad(w)[0]}
+            "complementarity": compl, "definition1": def1, "stationarity_scale": s1,
+            "feasibility_scale": s2, "objective": party.f_value_grad(w)[0]}
 
 
 @handles(M.AL_UPDATE)

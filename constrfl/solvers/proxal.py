@@ -86,10 +86,9 @@ def _kkt_round(problem, w, replies, previous):
                              initial=0.0)) for n, m in mults.items()), default=0.0)
     w, P = problem.user_point(w), problem.user_regularizer       # the user's units
     kkt = KKT(float(P.dist(w, g)),
-              max(r["feasibility"] for r in replies.values()),
-              max(r["complementarity"] for r in replies.values()),
-              max(r["definition1"] for r in replies.values()),
-              P.exact_dist)
+              *(max(r[key] for r in replies.values()) for key in KKT.RECORDED[1:4]),
+              P.exact_dist,
+              *(max(r[key] for r in replies.values()) for key in KKT.RECORDED[4:]))
     objective = sum(replies[n]["objective"] for n in owners) + P.value(w)
     return kkt, mults, step, objective
 
@@ -118,9 +117,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                                       update=False, extra=problem.begin_payload())
             if s.start is None and not s.history:
                 kkt, _, _, objective = _kkt_round(problem, w_prev, replies, mults_prev)
-                s.start = dict(stationarity=kkt.stationarity, feasibility=kkt.feasibility,
-                               complementarity=kkt.complementarity,
-                               definition1=kkt.definition1, objective=objective)
+                s.start = dict(_recorded(kkt), objective=objective)
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
@@ -139,9 +136,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                    inner_iterations=iterations,
                    inner_converged=converged, step=dw, multiplier_step=mstep,
                    rule11=dw + beta * tau <= beta * eps1 and mstep <= beta * eps2,
-                   stationarity=kkt.stationarity, feasibility=kkt.feasibility,
-                   complementarity=kkt.complementarity, definition1=kkt.definition1,
-                   objective=objective, w_norm=float(np.max(np.abs(w_new))),
+                   **_recorded(kkt), objective=objective, w_norm=float(np.max(np.abs(w_new))),
                    rounds=fed.traffic.rounds,
                    bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
         if not np.isfinite([kkt.stationarity, kkt.definition1, rec["objective"]]).all():
@@ -153,7 +148,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                  "feasibility %.2e, objective %.10g", k, iterations, rec["rounds"],
                  kkt.stationarity, kkt.feasibility, objective)
         report(rec)
-        solved = kkt.meets(eps1, eps2)
+        solved = kkt.meets(eps1, eps2, settings.eps_rel)
         optimal = (f"KKT residuals meet tol after {s.k} outer iterations "
                    f"({'with' if rec['rule11'] else 'before'} the stop rule (11))")
         try:
@@ -179,7 +174,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         if verdict is not None:
             return verdict
     last = s.history[-1] if s.history else None
-    failed = ("; ".join(_record_kkt(last).failures(eps1, eps2)) if last
+    failed = ("; ".join(KKT.of(last).failures(eps1, eps2, settings.eps_rel)) if last
               else "no outer iteration run")
     return (st.MAX_ITERATIONS,
             f"reached max_outer={max_outer} with {failed}{running_off(s.history)}")
@@ -201,17 +196,16 @@ def outer_stall(history, eps):
     ratio = max(last["stationarity"] / eps1, last["feasibility"] / eps2,
                 last["complementarity"] / eps2)
     what = "an outer iteration changed neither w nor the multipliers"
-    failures = "; ".join(_record_kkt(last).failures(eps1, eps2))
+    failures = "; ".join(KKT.of(last).failures(eps1, eps2))
     if ratio <= st.INACCURATE_FACTOR:
         return (st.OPTIMAL_INACCURATE,
                 f"{what}: {failures}, within {st.INACCURATE_FACTOR:g}× tol")
     return st.NUMERICAL_ERROR, f"{what}: {failures}; no progress is left in floating point"
 
 
-def _record_kkt(rec):
-    return KKT(rec["stationarity"], rec["feasibility"], rec["complementarity"],
-               rec["definition1"])
-
+def _recorded(kkt):
+    """The residuals and scales a history record keeps (:attr:`KKT.RECORDED`)."""
+    return {key: getattr(kkt, key) for key in KKT.RECORDED}
 
 
 def next_beta(history, beta, beta_max, eps2):
