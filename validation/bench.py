@@ -93,7 +93,7 @@ def fair_adult(data, opts, max_time):
     ids = stratified_split(adult.y, 5, seed=0)
     est = FairClassifier(max_disparity=0.05, solver_options=dict(opts, max_time=max_time),
                          on_failure="warn")
-    est.fit(adult.X, adult.y, sensitive=adult.sensitive, client_ids=ids)
+    est.fit(adult.X, adult.y, sensitive_features=adult.sensitive, client_ids=ids)
     return est.result_
 
 
