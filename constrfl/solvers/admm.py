@@ -143,10 +143,10 @@ class ADMM:
         # Σᵢ JᵢᵀJᵢvᵢ = Uᵀ(row r of U · v of its block)
         rhs = s.rho @ s.v + gamma * s.wk + U.T @ np.einsum("rd,rd->r", U, s.v[s.owner])
         if U.shape[0] >= U.shape[1]:
-            M = U.T @ U + np.diag(b)
+            system = U.T @ U + np.diag(b)
 
             def solve(r):
-                return np.linalg.solve(M, r)
+                return np.linalg.solve(system, r)
         else:
             def solve(r):
                 return woodbury_solve(lambda x: (x.T / b).T, U, r)
