@@ -13,7 +13,7 @@ A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exi
 | ``stopped`` | the callback returned True, raised StopIteration, or raised (kept as ``error``) before the residuals met ``tol`` | last iterate; resumable |
 | ``client_error`` | a party's function raised, or returned a wrong shape | last good iterate; ``error``; resumable |
 | ``client_failure`` | a client did not answer within ``client_timeout`` | last good iterate; resumable |
-| ``numerical_error`` | a non-finite value (a party's function or an iterate); or an outer iteration that changed nothing, residuals beyond ``INACCURATE_FACTOR`` × ``tol`` | last finite iterate |
+| ``numerical_error`` | a non-finite value (a party's function or an iterate); a baseline's model beyond max(1, ‖w⁰‖∞)/ε (diverged); or an outer iteration that changed nothing, residuals beyond ``INACCURATE_FACTOR`` × ``tol`` | last finite iterate (a baseline: the last within range) |
 | ``infeasible`` | a lower bound on the least violation, proven from convexity, is positive | the iterate where it was found |
 | ``unbounded`` | the iterates run off while the residuals stall | last iterate |
 """

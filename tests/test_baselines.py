@@ -452,6 +452,57 @@ def test_numerical_error_keeps_last_finite_model():
     assert np.all(np.isfinite(res.w))
 
 
+def test_divergence_by_hand():
+    """FedAvg at η_c = 1 on the hand-computed quadratics (a client step multiplies by
+    I − Aᵢ, eigenvalues down to −2): the rounds recomputed here until the model passes
+    max(1, ‖w⁰‖∞)/ε; that round ends the run (numerical_error, named) and the one before
+    is returned."""
+    lr, bound = 1.0, max(1.0, np.max(np.abs(W0))) / np.finfo(float).eps
+    models = [W0]
+    while np.max(np.abs(models[-1])) <= bound:
+        x, ends = models[-1], []
+        for i in range(2):
+            y = x
+            for _ in range(K):
+                y = y - lr * grad(i, y)
+            ends.append(y - x)
+        models.append(x + np.mean(ends, axis=0))
+    diverged = len(models) - 1
+    res = cf.solve(quad_problem(), method="fedavg", w0=W0, rounds=diverged + 10,
+                   local_steps=K, client_lr=lr)
+    assert res.status == "numerical_error"
+    assert f"in round {diverged}: the iteration diverged" in res.message
+    assert res.outer_iterations == diverged - 1
+    np.testing.assert_allclose(res.w, models[-2], rtol=1e-12)
+
+
+def readme_problem():
+    """The README's example: Neyman-Pearson over 3 sites, w₁ = 0 at the server, L1."""
+    rng = np.random.default_rng(0)
+    d, clients = 5, []
+    for i in range(3):
+        X = np.c_[rng.standard_normal((100, d - 1)), np.ones(100)]
+        y = (X @ np.ones(d) + rng.standard_normal(100) > 1).astype(float)
+        X0, X1 = X[y == 0], X[y == 1]
+        clients.append(cf.Client(objective=fn.LogisticLoss(X0, np.zeros(len(X0))),
+                                 constraints=[fn.LogisticLoss(X1, np.ones(len(X1))) - 0.3],
+                                 name=f"site-{i}"))
+    server = cf.Server(equalities=[fn.Affine(np.eye(d)[:1], [0.0])])
+    return cf.Problem(clients, server=server, regularizer=prox.L1(0.01))
+
+
+def test_a_diverging_penalty_run_is_a_numerical_error():
+    """Issue 22, item 5: FedAvg with the quadratic penalty (γ = 100) on the README's
+    example reached stationarity 5e42 in its 100 rounds and said max_iterations."""
+    seen = []
+    res = cf.solve(readme_problem(), method="fedavg", penalty="quadratic",
+                   callback=seen.append)
+    assert seen[-1]["stationarity"] > 1e10 * seen[0]["stationarity"]   # it did diverge
+    assert res.status == "numerical_error" and "diverged" in res.message
+    assert res.outer_iterations == seen[-1]["round"] < 100
+    np.testing.assert_array_equal(res.w, seen[-1]["w"])       # the last model kept
+
+
 def test_verbose_table_and_callback(capsys):
     seen = []
     res = cf.solve(least_squares(n_clients=2), method="fedyogi", rounds=3, verbose=True,

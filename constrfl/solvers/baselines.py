@@ -78,7 +78,12 @@ from generators seeded by (seed, round) and (seed, client, round): no generator 
 ``"optimal"`` only when the KKT residuals of the *original* problem at the returned model,
 with μ = γ[c]₊ and ν = γh (zeros without a penalty), meet ``tol``; otherwise
 ``"max_iterations"`` with a message naming the failing residual; ``"numerical_error"`` when
-the model turns non-finite (the last finite one is returned).
+the iteration diverged: the server's model turned non-finite, or ‖w‖∞ passed
+max(1, ‖w⁰‖∞)/ε (ε = 2⁻⁵²), where its rounding error alone exceeds the scale of the
+start (:func:`_divergence`; the last model within range is returned).  A round is kept
+once observed; a stop in the middle of one leaves it pending in the state, and the
+resumed run sends its cut-off message again (:func:`_run`): bit for bit the
+uninterrupted run.
 
 **History**: one dict per round (``round``, ``clients``, ``client_lr``, ``objective`` of (5),
 ``stationarity``, ``feasibility``, ``complementarity``, ``definition1``, ``rounds``,
@@ -96,7 +101,7 @@ import numpy as np
 
 from .. import status as st
 from ..control import checkpoint, interruptible, restore
-from ..errors import NonFiniteIterate, PartyError, SolveStop
+from ..errors import PartyError, SolveStop
 from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
 from ..progress import progress_line, status_text
@@ -117,6 +122,8 @@ class BaselineState:
     server: dict               # the server optimizer's state (model, moments, ...)
     history: list = field(default_factory=list)
     local_steps: int = 0       # over all sampled clients
+    pending: dict | None = None  # the round in progress (:func:`_run`)
+    scale: float = 1.0         # max(1, ‖w⁰‖∞), the scale of :func:`_divergence`
 
 
 def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, resume=None,
@@ -137,7 +144,8 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     if resume is not None:
         s, previous_time = restore(fed, resume), resume.time
     else:
-        s = BaselineState(round=0, server=family.init(problem.start_point(w0, seed)))
+        w0 = problem.start_point(w0, seed)
+        s = BaselineState(round=0, server=family.init(w0), scale=max(1.0, _size(w0)))
         previous_time = 0.0
     report = _Report(verbose, method, problem, cfg["rounds"])
     error = None
@@ -154,14 +162,9 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     except KeyboardInterrupt:
         status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
     w = family.model(s.server)
-    last = s.history[-1] if s.history else {}
-    if "stationarity" not in last or last.get("round") != s.round:
-        try:                                     # observe the final model once
-            last = _observe(problem, fed, w, cfg["penalty_weight"])
-        except SolveStop as stop:
-            last = dict(_UNOBSERVED, multipliers=problem.zero_multipliers())
-            if status == st.MAX_ITERATIONS:
-                status, message, error = stop.status, str(stop), stop
+    last, stop = _final_record(problem, fed, s, w, cfg["penalty_weight"])
+    if stop is not None and status == st.MAX_ITERATIONS:
+        status, message, error = stop.status, str(stop), stop
     kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
               last["definition1"], problem.regularizer.exact_dist)
     mults = last["multipliers"]
@@ -358,39 +361,92 @@ def _family(method, P, n, cfg):
 # -- the round skeleton ---------------------------------------------------------------------
 
 def _run(problem, family, s, cfg, seed, fed, report, callback):
-    """Rounds of §7 from ``s`` (updated after each round).  Returns ``(status,
-    message)``: ``"max_iterations"`` (the rounds ran); other ways out raise."""
-    n, K = len(fed.clients), cfg["K"]
-    m = max(1, int(round(cfg["client_fraction"] * n)))
-    fixed = {"n_clients": n, "penalty_weight": cfg["penalty_weight"],
-             "batch_size": cfg["batch_size"] or 0, "seed": seed, "steps": K}
-    while s.round < cfg["rounds"]:
-        r = s.round
-        lr = cfg["client_lr"] * cfg["client_lr_decay"] ** r
-        picked = np.sort(np.random.default_rng([seed, r]).choice(n, size=m, replace=False))
-        to = [fed.clients[i] for i in picked]
-        payload = {**family.broadcast(s.server), **fixed, "lr": lr, "round": r + 1}
-        ups = list(fed.broadcast(family.message, payload, to=to).values())
-        with np.errstate(all="ignore"):
-            avg = {key: np.mean([u[key] for u in ups], axis=0) for key in ups[0]}
-            w = family.model(s.server)
-            if not problem.server.is_empty:       # the server's own share, linearized at w
-                avg["delta"] = avg["delta"] - lr * K / n * _own_grad(problem.server, w, cfg)
-            server = family.update(s.server, avg, lr, K, r + 1)
-        if not np.all(np.isfinite(family.model(server))):
-            raise NonFiniteIterate(f"non-finite model in round {r + 1}; returning the "
-                                   "last finite one")
-        rec = dict(round=r + 1, clients=m, client_lr=lr, rounds=fed.traffic.rounds,
-                   bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
-        if cfg["observe"]:           # before the round is kept: a model whose objective
-            rec.update(_observe(problem, fed, family.model(server),       # is not finite
-                                cfg["penalty_weight"]))                    # is not kept
-        s.server, s.round, s.local_steps = server, r + 1, s.local_steps + m * K
-        s.history.append(rec)
-        report(rec)
-        if callback is not None and callback(dict(rec, w=family.model(server).copy())):
-            raise SolveStop(f"the callback asked to stop after round {r + 1}")
+    """Rounds of §7 from ``s``.  Returns ``(status, message)``: ``"max_iterations"`` (the
+    rounds ran); other ways out raise.
+
+    A round is the clients' exchange (:func:`_exchange`) and, with ``observe``, the
+    observer's ``kkt.report`` on its model (:func:`_keep`).  A party answers a sequence
+    number it has answered from its cache, so after a stop the next message must be the
+    one that was cut off: ``s.pending`` says which — ``{}`` while the exchange is out,
+    the round's update while its report is out (the round is kept only once observed),
+    None between rounds.  A resumed run sends that message again, so it counts every
+    round once and is bit for bit the uninterrupted run."""
+    while s.pending is not None or s.round < cfg["rounds"]:
+        if not s.pending:
+            s.pending = _exchange(problem, family, s, cfg, seed, fed)
+        _keep(problem, family, s, cfg, fed, report, callback)
     return st.MAX_ITERATIONS, ""
+
+
+def _exchange(problem, family, s, cfg, seed, fed):
+    """Round r = ``s.round`` + 1's exchange and server update (steps 1–4 of §7): the
+    new server state and the round's record (``{"server", "record"}``).  The server's own
+    share is computed first: when it fails, no message is out."""
+    n, K, r = len(fed.clients), cfg["K"], s.round + 1
+    m = max(1, int(round(cfg["client_fraction"] * n)))
+    lr = cfg["client_lr"] * cfg["client_lr_decay"] ** (r - 1)
+    picked = np.sort(np.random.default_rng([seed, r - 1]).choice(n, size=m, replace=False))
+    w = family.model(s.server)
+    own = None if problem.server.is_empty else _own_grad(problem.server, w, cfg)
+    payload = {**family.broadcast(s.server), "n_clients": n,
+               "penalty_weight": cfg["penalty_weight"], "batch_size": cfg["batch_size"] or 0,
+               "seed": seed, "steps": K, "lr": lr, "round": r}
+    s.pending = {}
+    ups = list(fed.broadcast(family.message, payload,
+                             to=[fed.clients[i] for i in picked]).values())
+    s.pending = None
+    with np.errstate(all="ignore"):
+        avg = {key: np.mean([u[key] for u in ups], axis=0) for key in ups[0]}
+        if own is not None:                   # the server's own share, linearized at w
+            avg["delta"] = avg["delta"] - lr * K / n * own
+        server = family.update(s.server, avg, lr, K, r)
+    why = _divergence(family.model(server), s.scale)
+    if why:
+        raise SolveStop(f"{why} in round {r}: the iteration diverged (lower client_lr "
+                        f"or server_lr); returning round {r - 1}'s model, the last one "
+                        "within range", st.NUMERICAL_ERROR)
+    return {"server": server,
+            "record": dict(round=r, clients=m, client_lr=lr, rounds=fed.traffic.rounds,
+                           bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)}
+
+
+def _keep(problem, family, s, cfg, fed, report, callback):
+    """Keep the pending round: with ``observe``, first the observer's record of its model
+    (a model whose report fails — e.g. a non-finite objective — is not kept); then the
+    report and the callback."""
+    server, rec = s.pending["server"], s.pending["record"]
+    w = family.model(server)
+    if cfg["observe"]:
+        rec = {**rec, **_observe(problem, fed, w, cfg["penalty_weight"])}
+    s.server, s.round, s.pending = server, rec["round"], None
+    s.local_steps += rec["clients"] * cfg["K"]
+    s.history.append(rec)
+    report(rec)
+    if callback is not None and callback(dict(rec, w=w.copy())):
+        raise SolveStop(f"the callback asked to stop after round {s.round}")
+
+
+#: ε = 2⁻⁵², the spacing of doubles at 1
+EPS = float(np.finfo(np.float64).eps)
+
+
+def _size(w):
+    """‖w‖∞ (NaN when w holds a NaN)."""
+    return float(np.max(np.abs(w), initial=0.0))
+
+
+def _divergence(w, scale):
+    """Why the model w is out of range, or "": a NaN or inf; or ‖w‖∞ > scale/ε, with
+    scale = max(1, ‖w⁰‖∞), where the rounding error of w alone, ε‖w‖∞, exceeds the
+    scale the run started at, so any later iterate at that scale — one the rounds
+    would bring back — carries an error larger than itself."""
+    size = _size(w)
+    if not np.isfinite(size):
+        return "the model overflowed (NaN or inf)"
+    if size > scale / EPS:
+        return (f"‖w‖∞ = {size:.3g} exceeds max(1, ‖w⁰‖∞)/ε = {scale / EPS:.3g} (its "
+                "rounding error alone exceeds the scale of the start)")
+    return ""
 
 
 def _own_grad(server, w, cfg):
@@ -403,6 +459,23 @@ def _own_grad(server, w, cfg):
 
 _UNOBSERVED = dict(objective=np.nan, stationarity=np.nan, feasibility=np.nan,
                    complementarity=np.nan, definition1=np.nan)
+
+
+def _final_record(problem, fed, s, w, weight):
+    """The observer's record of the returned model w and the stop that prevented it
+    (or None): the last round's record; else (``observe=False``, or no round kept) one
+    ``kkt.report`` now, unless a message is out (``s.pending``: a party would answer the
+    report from that message's cache); else the NaN record :data:`_UNOBSERVED`."""
+    last = s.history[-1] if s.history else {}
+    if "stationarity" in last:
+        return last, None
+    unobserved = dict(_UNOBSERVED, multipliers=problem.zero_multipliers())
+    if s.pending is not None:
+        return unobserved, None
+    try:
+        return _observe(problem, fed, w, weight), None
+    except SolveStop as stop:
+        return unobserved, stop
 
 
 def _observe(problem, fed, w, weight):
