@@ -38,8 +38,33 @@ class NoCvxpyForm(TypeError):
     """Raised when a function has no cvxpy expression (e.g. :class:`Custom`)."""
 
 
+def _not_real(A):
+    """What keeps the ndarray ``A`` from holding real numbers, or None: its dtype, or for
+    an object array its first element that is not a number (strings are not)."""
+    if A.dtype.kind != "O":
+        return None if A.dtype.kind in "biuf" else f"dtype {A.dtype}"
+    for v in A.flat:
+        if not isinstance(v, (numbers.Number, np.bool_)):
+            return f"dtype object holding {type(v).__name__} {v!r:.20}"
+    return None
+
+
+def _real_array(a, name, owner, what="an array of real numbers"):
+    """``a`` as a C-contiguous float64 ndarray: booleans, integers, floats, or an object
+    array of numbers.  Anything else, numeric strings included whatever their dtype
+    (text is not parsed), raises TypeError naming ``owner`` and ``name``."""
+    A = np.asarray(a)
+    problem = _not_real(A)
+    if problem is None:
+        try:
+            return np.asarray(A, dtype=np.float64, order="C")
+        except (TypeError, ValueError):          # e.g. complex numbers in an object array
+            problem = "dtype object holding numbers that are not real"
+    raise TypeError(f"{owner}: {name} must be {what}, got {problem}")
+
+
 def _as_float_array(a, name, owner, ndim=None):
-    arr = np.ascontiguousarray(np.asarray(a, dtype=np.float64))
+    arr = np.ascontiguousarray(_real_array(a, name, owner))    # at least 1-D
     if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
         raise ValueError(f"{owner}: {name} must be {ndim}-dimensional, got shape {arr.shape}")
     return arr
@@ -60,14 +85,8 @@ def as_data_matrix(X, owner, name="X"):
         A.eliminate_zeros()
         A.sort_indices()
     else:
-        A = np.asarray(X)
-        try:
-            if A.dtype.kind not in "biufO":           # strings, complex, dates: refused
-                raise TypeError
-            A = np.ascontiguousarray(A, dtype=np.float64)   # object arrays of numbers
-        except (TypeError, ValueError):
-            raise TypeError(f"{owner}: {name} must be a 2-D array of real numbers (or a "
-                            f"scipy.sparse matrix), got dtype {A.dtype}") from None
+        A = _real_array(X, name, owner, "a 2-D array of real numbers (or a scipy.sparse "
+                        "matrix)")
         if A.ndim != 2:
             raise ValueError(f"{owner}: {name} must be 2-dimensional, got shape {A.shape}")
     if A.shape[1] == 0:
@@ -224,7 +243,8 @@ class Sum(Function):
             o_terms, o_w, o_off = ((other.terms, other.weights, other.offset)
                                    if isinstance(other, Sum) else ([other], [1.0], 0.0))
             return Sum(self.terms + o_terms, self.weights + o_w, self.offset + o_off)
-        const = np.asarray(other, dtype=np.float64)
+        const = _real_array(other, "the constant", "adding to a Function",
+                            "a real number or an array of real numbers")
         if not np.all(np.isfinite(const)):
             raise ValueError("cannot add a NaN or inf constant to a function")
         return Sum(self.terms, self.weights, self.offset + (const if const.ndim else float(const)))
@@ -355,7 +375,7 @@ class Affine(Function):
         self.dim = self.C.shape[-1]
         self.size = None if self.C.ndim == 1 else self.C.shape[0]
         shape = () if self.size is None else (self.size,)
-        self.d = np.zeros(shape) if d is None else np.asarray(d, dtype=np.float64)
+        self.d = np.zeros(shape) if d is None else _real_array(d, "d", "Affine")
         if self.d.shape != shape:
             raise ValueError(f"Affine: d has shape {self.d.shape}, expected {shape}")
 
