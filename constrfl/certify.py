@@ -18,20 +18,27 @@ from .kkt import as_multipliers, kkt as compute_kkt
 from .problem import Problem
 from .result import KKT, Multipliers, SolveResult
 
-__all__ = ["certify", "Certificate", "pooled_cvxpy"]
+__all__ = ["certify", "Certificate", "gap_bound", "pooled_cvxpy"]
 
 TIGHT = dict(tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9,
              static_regularization_constant=1e-10, max_iter=500)
+#: The reference's own accuracy in the bound on the objective gap: the relative duality
+#: gap Clarabel is asked for (it also covers the rounding of F).
+REFERENCE_GAP = TIGHT["tol_gap_rel"]
 
 
 @dataclass(repr=False)
 class Certificate:
     """Our point and the cvxpy reference, with the same KKT code applied to both.
 
-    ``ok`` is the verdict: cvxpy ended "optimal", ``objective_gap ≤ gap_tol`` and our
-    point is (kkt_tol, kkt_tol)-optimal in the sense of Definition 1
-    (``kkt.meets(kkt_tol, kkt_tol)``: stationarity and the feasibility/complementarity
-    residual).  ``repr`` is one line with the verdict; ``str`` the side-by-side table.
+    ``ok`` is the verdict, ``failures`` the tests that failed (``bool(cert)`` is
+    ``cert.ok``).  For a claimed solution (any status but "infeasible", or a bare point):
+    cvxpy ended "optimal", ``objective_gap ≤ gap_limit`` and our point is
+    (kkt_tol, kkt_tol)-optimal in the sense of Definition 1 (``kkt.meets``).  For a
+    result that says "infeasible": cvxpy says "infeasible" too.  ``gap_limit`` is
+    ``gap_tol`` when given, else ``gap_bound``, the gap that kkt_tol-optimality allows
+    (:func:`gap_bound`).  ``repr`` is one line with the verdict; ``str`` the table.
+    Without a cvxpy solution (cvxpy says "infeasible") the reference fields are NaN.
     """
 
     w: np.ndarray
@@ -47,19 +54,46 @@ class Certificate:
     w_distance: float             # ‖w − w*‖∞
     multiplier_distance: float    # max over owners of ‖(μ, ν) − (μ*, ν*)‖∞ (nan if not given)
     reference_projection: float = 0.0   # ‖w* − cvxpy's point‖∞ (projection onto dom P)
-    gap_tol: float = 1e-6
+    gap_bound: float = float("nan")     # relative gap allowed by kkt_tol (gap_bound())
+    gap_tol: float | None = None        # a fixed relative gap instead of gap_bound
     kkt_tol: float = 1e-6
+    status: str | None = None           # the result's status (None for a bare point)
+
+    @property
+    def solved(self):
+        """cvxpy gave a reference point (it did unless it says "infeasible")."""
+        return self.reference_status != "infeasible"
+
+    @property
+    def gap_limit(self):
+        return self.gap_bound if self.gap_tol is None else self.gap_tol
+
+    @property
+    def failures(self):
+        """The failed tests, each named with its values; empty when ``ok``."""
+        if self.status == "infeasible":
+            return ([] if self.reference_status == "infeasible" else
+                    [f"constrfl says infeasible, cvxpy {self.reference_status!r}"])
+        out = [] if self.reference_status == "optimal" else [
+            f"cvxpy status {self.reference_status!r}, not 'optimal'"]
+        if self.solved and not self.objective_gap <= self.gap_limit:
+            which = "gap_tol" if self.gap_tol is not None else "bound from kkt_tol"
+            out.append(f"objective gap {self.objective_gap:.2e} > {self.gap_limit:.2e} "
+                       f"({which})")
+        return out + self.kkt.failures(self.kkt_tol, self.kkt_tol)
 
     @property
     def ok(self):
-        return bool(self.reference_status == "optimal" and self.objective_gap <= self.gap_tol
-                    and self.kkt.meets(self.kkt_tol, self.kkt_tol))
+        return not self.failures
+
+    def __bool__(self):
+        return self.ok
 
     def __repr__(self):
-        return (f"Certificate(ok={self.ok}, objective_gap={self.objective_gap:.2e}, "
-                f"stationarity={self.kkt.stationarity:.2e}, "
-                f"definition1={self.kkt.definition1:.2e}, w_distance={self.w_distance:.2e}, "
-                f"reference={self.reference_status!r})")
+        failed = f", failed={self.failures}" if self.failures else ""
+        return (f"Certificate(ok={self.ok}{failed}, objective_gap={self.objective_gap:.2e}, "
+                f"gap_limit={self.gap_limit:.2e}, stationarity={self.kkt.stationarity:.2e}, "
+                f"definition1={self.kkt.definition1:.2e}, reference={self.reference_status!r})")
 
     def __str__(self):
         rows = [("objective", self.objective, self.reference_objective)]
@@ -67,14 +101,18 @@ class Certificate:
                  for k in ("stationarity", "feasibility", "complementarity", "definition1")]
         lines = [f"{'':18}{'constrfl':>16}{'cvxpy':>16}"]
         lines += [f"{name:18}{a:16.8e}{b:16.8e}" for name, a, b in rows]
-        lines.append(f"relative objective gap {self.objective_gap:.2e}, "
-                     f"|w - w*|inf {self.w_distance:.2e}, "
-                     f"|mult - mult*|inf {self.multiplier_distance:.2e} "
-                     f"(cvxpy: {self.reference_status}, {self.reference_time:.3f}s)")
+        if self.solved:
+            lines.append(f"relative objective gap {self.objective_gap:.2e} (allowed "
+                         f"{self.gap_limit:.2e}), |w - w*|inf {self.w_distance:.2e}, "
+                         f"|mult - mult*|inf {self.multiplier_distance:.2e}")
+        lines.append(f"constrfl: {self.status or 'a point'}; cvxpy: {self.reference_status} "
+                     f"({self.reference_time:.3f}s)")
         if self.reference_projection:
             lines.append(f"cvxpy's point projected onto dom P (moved "
                          f"{self.reference_projection:.2e})")
-        lines.append(f"ok: {self.ok} (gap_tol {self.gap_tol:.1e}, kkt_tol {self.kkt_tol:.1e})")
+        lines.append(f"ok: {self.ok}" + (f", failed: {'; '.join(self.failures)}"
+                                         if self.failures else "")
+                     + f" (kkt_tol {self.kkt_tol:.1e})")
         return "\n".join(lines)
 
 
@@ -152,68 +190,124 @@ def _solver(solver):
 
 
 def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
-            gap_tol=1e-6, kkt_tol=1e-6, **solver_options):
+            gap_tol=None, kkt_tol=1e-6, **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
     compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``;
     without them :func:`constrfl.kkt` estimates ours).
 
     Clarabel runs with tolerances 1e-9 first and with its defaults if that does not
-    end "optimal".  ``atol`` is passed to :func:`constrfl.kkt` for the reference point
-    only (an interior-point solution sits near, not on, kinks, bounds and μ = 0).
-    The reference point is projected onto dom P (``P.prox(w*, 0)``) when P's value is
-    inf there: a solver's point may lie 1e-10 (Clarabel) to 1e-5 (SCS) outside an
-    indicator's set, which would make the reference objective inf; the distance moved
-    is ``reference_projection``.  ``Certificate.ok`` judges against ``gap_tol`` and
-    ``kkt_tol``.
+    end "optimal" or "infeasible".  ``atol`` is passed to :func:`constrfl.kkt` for the
+    reference point only (an interior-point solution sits near, not on, kinks, bounds
+    and μ = 0).  The reference point is projected onto dom P (``P.prox(w*, 0)``) when
+    P's value is inf there: a solver's point may lie 1e-10 (Clarabel) to 1e-5 (SCS)
+    outside an indicator's set, which would make the reference objective inf; the
+    distance moved is ``reference_projection``.  ``Certificate.ok`` judges the gap
+    against ``gap_tol`` when given, else against :func:`gap_bound` at ``kkt_tol``, and
+    our KKT residuals against ``kkt_tol``.  A result that says "infeasible" is judged
+    by cvxpy's status; a cvxpy "infeasible" gives a certificate without reference
+    point, any other cvxpy failure a RuntimeError.
     """
-    import cvxpy as cp
     w, multipliers = _point(problem, result, multipliers)
     solver = _solver(solver)
-    gap_tol, kkt_tol = _tolerance(gap_tol, "gap_tol"), _tolerance(kkt_tol, "kkt_tol")
+    kkt_tol = _tolerance(kkt_tol, "kkt_tol")
+    gap_tol = None if gap_tol is None else _tolerance(gap_tol, "gap_tol")
     prob, wvar, owned = pooled_cvxpy(problem)
-    opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
-    t0 = time.perf_counter()
-    failure = None
-    for attempt in ([opts, {}] if opts else [{}]):   # tight first, then the defaults
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")       # "inaccurate" is judged below
-                prob.solve(solver=solver, **attempt)
-        except cp.SolverError as err:
-            failure = err
-            continue
-        if prob.status == cp.OPTIMAL:
-            break
-    elapsed = time.perf_counter() - t0
+    elapsed = _solve(prob, wvar, solver, solver_options)
+    ours = compute_kkt(problem, w, multipliers)
+    mine = ours.multipliers if multipliers is None else as_multipliers(problem, multipliers)
+    common = dict(w=w, objective=problem.objective(w), kkt=ours,
+                  reference_status=prob.status, reference_time=elapsed, gap_tol=gap_tol,
+                  kkt_tol=kkt_tol, status=getattr(result, "status", None))
     if wvar.value is None:
-        raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
-                           "and no solution"
-                           + (f" (solver error: {failure})" if failure is not None else ""))
+        return _without_reference(problem, **common)
     raw = np.asarray(wvar.value, dtype=np.float64)
     P = problem.regularizer
     ref_w = raw if np.isfinite(P.value(raw)) else P.prox(raw, 0.0)   # onto dom P
     ref_mult = {p.name: Multipliers(np.maximum(_duals(owned[p.name][0], p.n_ineq), 0.0),
                                     _duals(owned[p.name][1], p.n_eq))
                 for p in problem.parties}
-    F, F_ref = problem.objective(w), problem.objective(ref_w)
-    ours = compute_kkt(problem, w, multipliers)
+    F_ref = problem.objective(ref_w)
     ref = compute_kkt(problem, ref_w, ref_mult, atol=atol)
-    gap = abs(F - F_ref) / abs(F_ref) if F_ref != 0 else abs(F - F_ref)
-    if multipliers is None:
-        mdist = float("nan")
-    else:
-        mine = as_multipliers(problem, multipliers)
-        mdist = max((float(np.max(np.abs(np.concatenate([mine[k].ineq - m.ineq,
-                                                          mine[k].eq - m.eq])), initial=0.0))
-                     for k, m in ref_mult.items()), default=0.0)
-    return Certificate(w=w, objective=F, kkt=ours, reference_w=ref_w,
-                       reference_objective=F_ref, reference_multipliers=ref_mult,
-                       reference_kkt=ref, reference_status=prob.status,
-                       reference_time=elapsed, objective_gap=gap,
+    return Certificate(**common, reference_w=ref_w, reference_objective=F_ref,
+                       reference_multipliers=ref_mult, reference_kkt=ref,
+                       objective_gap=_relative(common["objective"] - F_ref, F_ref),
                        w_distance=float(np.max(np.abs(w - ref_w))),
-                       multiplier_distance=mdist,
+                       multiplier_distance=(float("nan") if multipliers is None
+                                            else _distance(mine, ref_mult)),
                        reference_projection=float(np.max(np.abs(ref_w - raw), initial=0.0)),
-                       gap_tol=gap_tol, kkt_tol=kkt_tol)
+                       gap_bound=gap_bound(w, mine, ref_w, ref_mult, F_ref, kkt_tol,
+                                           ref.definition1))
+
+
+def gap_bound(w, multipliers, ref_w, ref_multipliers, ref_objective, kkt_tol,
+              ref_definition1):
+    """The relative objective gap |F(w) − F*|/|F*| that a (kkt_tol, kkt_tol)-optimal
+    point may have on a convex problem, with the reference (w*, λ*) standing in for
+    an exact solution (x°, λ°).
+
+    Our Lagrangian L is convex and the stationarity residual ≤ ε₁ is a subgradient
+    g ∈ ∂L(w) with ‖g‖∞ ≤ ε₁, so for the feasible x°: F° ≥ L(x°) ≥ L(w) + gᵀ(x° − w),
+    i.e. F(w) − F° ≤ ε₁‖w − x°‖₁ − μᵀc(w) − νᵀh(w) ≤ ε₁‖w − x°‖₁ + ε₂‖λ‖₁ (Definition 1
+    bounds |cⱼ| where μⱼ > 0 and |h| by ε₂).  By strong duality F° ≤ L°(w) ≤ F(w) +
+    ε₂‖λ°‖₁ (cⱼ(w) ≤ ε₂).  Hence |F(w) − F°| ≤ ε₁‖w − x°‖₁ + ε₂·max(‖λ‖₁, ‖λ°‖₁), and
+    the reference, whose Definition-1 residual is ε₂*, adds ε₂*‖λ*‖₁ and its own
+    relative accuracy ``REFERENCE_GAP`` (1e-9; a less accurate solver needs ``gap_tol``).
+    For the nuclear norm the stationarity residual is a stand-in and the bound
+    approximate.
+    """
+    ours, theirs = _l1(multipliers), _l1(ref_multipliers)
+    absolute = (kkt_tol * (np.abs(w - ref_w).sum() + max(ours, theirs))
+                + ref_definition1 * theirs)
+    return float(_relative(absolute, ref_objective) + REFERENCE_GAP)
+
+
+def _l1(multipliers):
+    return sum(float(np.abs(m.ineq).sum() + np.abs(m.eq).sum())
+               for m in multipliers.values())
+
+
+def _relative(difference, reference):
+    """|difference| / |reference| (|difference| when the reference is 0)."""
+    return abs(difference) / (abs(reference) if reference != 0 else 1.0)
+
+
+def _distance(mine, ref_mult):
+    return max((float(np.max(np.abs(np.concatenate([mine[k].ineq - m.ineq,
+                                                     mine[k].eq - m.eq])), initial=0.0))
+                for k, m in ref_mult.items()), default=0.0)
+
+
+def _solve(prob, wvar, solver, solver_options):
+    """Solve ``prob`` (tight tolerances first for Clarabel, then the solver's defaults,
+    until an "optimal" or "infeasible"); returns the seconds it took."""
+    import cvxpy as cp
+    opts = dict(TIGHT) if solver == "CLARABEL" and not solver_options else solver_options
+    t0 = time.perf_counter()
+    failure = None
+    for attempt in ([opts, {}] if opts else [{}]):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")       # "inaccurate" is judged by ok
+                prob.solve(solver=solver, **attempt)
+        except cp.SolverError as err:
+            failure = err
+            continue
+        if prob.status in (cp.OPTIMAL, cp.INFEASIBLE):
+            break
+    if wvar.value is None and prob.status != cp.INFEASIBLE:
+        raise RuntimeError(f"certify: cvxpy/{solver} returned status {prob.status!r} "
+                           "and no solution"
+                           + (f" (solver error: {failure})" if failure is not None else ""))
+    return time.perf_counter() - t0
+
+
+def _without_reference(problem, **common):
+    """The certificate when cvxpy found the problem infeasible: no reference point."""
+    nan = float("nan")
+    return Certificate(**common, reference_w=np.full(problem.dim, nan),
+                       reference_objective=nan, reference_multipliers={},
+                       reference_kkt=KKT(nan, nan, nan, nan), objective_gap=nan,
+                       w_distance=nan, multiplier_distance=nan)
 
 
 def _tolerance(x, name):
