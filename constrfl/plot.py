@@ -14,6 +14,8 @@ with pyplot, so ``plt.show()`` and ``plt.close(fig)`` apply to them.
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 __all__ = ["plot_result", "compare", "QUANTITIES"]
@@ -26,6 +28,14 @@ QUANTITIES = {
 }
 X_AXES = ("auto", "rounds", "iterations")
 FLOOR = 1e-12     # zeros cannot be drawn on a log scale: values below are drawn here
+#: A line whose values exceed BLOWUP × the largest first value of the panel's lines
+#: (or are inf) has diverged: the axis is clipped to the other lines' range.
+BLOWUP = 1e6
+#: One marker shape and line style per line, so that coinciding lines stay visible
+#: (▲ is kept for where a diverged line leaves the axes).
+MARKERS = "osDvp<>hX*"
+LINESTYLES = ("-", "--", "-.", ":")
+LABEL_WIDTH = 42  # characters per line of an axis label (longer labels are wrapped)
 
 
 def _pyplot():
@@ -63,45 +73,103 @@ def _x(res, x):
     return np.arange(1.0, len(history) + 1), "outer iterations (no communication rounds)"
 
 
-def _gap(res, reference):
-    """Objective gap per record, its formula and where F* came from: |F − F*|/|F*|
-    (|F − F*| when F* = 0), F* = ``reference`` or, without one, the final objective
-    (whose own record is then left out)."""
-    obj = np.array([r["objective"] for r in _history(res)], dtype=float)
-    given = reference is not None
-    ref = float(reference) if given else float(obj[-1])
+def _record(res, key):
+    return np.array([r[key] for r in _history(res)], dtype=float)
+
+
+def _most_accurate(results):
+    """Index of the result whose last record has the least max(stationarity,
+    feasibility) (NaN counts as inf)."""
+    final = [max(_record(r, "stationarity")[-1], _record(r, "feasibility")[-1])
+             for r in results]
+    return int(np.argmin(np.nan_to_num(final, nan=np.inf)))
+
+
+def _reference(results, labels, reference):
+    """``(F*, where it came from, owner)``: ``reference`` (owner None) or, without one,
+    the final objective of the most accurate result (its index ``owner``: its own gap
+    there is 0 by construction and is not drawn).  The best objective is not the
+    least one: a run that violates the constraints can end below F*."""
+    if reference is not None:
+        ref, owner = float(reference), None
+        source = f"F* = {ref:.8g} (reference)"
+    else:
+        owner = _most_accurate(results)
+        ref = float(_record(results[owner], "objective")[-1])
+        source = (f"F* = final objective {ref:.8g} (no reference given)" if len(results) == 1
+                  else f"F* = {ref:.8g}, the final objective of {labels[owner]}, the run "
+                       "with the least final residual (no reference given)")
     if not np.isfinite(ref):
         raise ValueError(f"reference objective must be finite, got {ref!r}")
-    formula = "|F − F*|/|F*|" if ref != 0 else "|F − F*|"
-    source = (f"F* = {ref:.8g} (reference)" if given
-              else f"F* = final objective {ref:.8g} (no reference given)")
-    gap = np.abs(obj - ref) / (abs(ref) if ref != 0 else 1.0)
-    if not given:
-        gap[-1] = np.nan         # the reference itself: 0 by construction, not drawn
-    return gap, formula, source
+    return ref, source, owner
 
 
-def _values(res, quantity, reference):
-    if quantity == "gap":
-        return _gap(res, reference)[0]
-    if quantity not in QUANTITIES:
-        raise ValueError(f"unknown quantity {quantity!r}; choose from {tuple(QUANTITIES)}")
-    return np.array([r[quantity] for r in _history(res)], dtype=float)
+def _gap(res, ref, own):
+    """|F − F*|/|F*| per record (|F − F*| when F* = 0); the last record left out
+    (NaN) when F* is ``res``'s ``own`` final objective."""
+    gap = np.abs(_record(res, "objective") - ref) / (abs(ref) if ref != 0 else 1.0)
+    if own:
+        gap[-1] = np.nan
+    return gap
 
 
-def _draw(ax, x, y, **style):
-    """One log-scale line; values below FLOOR drawn at FLOOR.  Returns True if any was."""
-    clipped = bool(np.any(y < FLOOR))
-    style = {"marker": "." if len(x) <= 50 else None, **style}
-    ax.semilogy(x, np.maximum(y, FLOOR), **style)
+def _formula(ref):
+    return "|F − F*|/|F*|" if ref != 0 else "|F − F*|"
+
+
+def _look(i, n, length):
+    """Line options of the i-th of n lines of ``length`` points: its own marker shape
+    (hollow) and line style, markers staggered so that coinciding lines show both."""
+    every = max(1, length // 10)
+    return dict(marker=MARKERS[i % len(MARKERS)], fillstyle="none", markersize=5,
+                ls=LINESTYLES[i % len(LINESTYLES)], markevery=(i * every // n, every))
+
+
+def _diverged(ys):
+    """Per line: inf somewhere, or above BLOWUP × the largest first finite value."""
+    firsts = [y[np.isfinite(y)][0] for y in ys if np.isfinite(y).any()]
+    limit = BLOWUP * max(max(firsts, default=FLOOR), FLOOR)
+    return [bool(np.any(np.isinf(y)) or np.nanmax(y, initial=0.0) > limit) for y in ys]
+
+
+def _panel(ax, xs, ys, labels, styles):
+    """Lines on one log-scale axes; a diverged line (while others are sane) is cut at
+    the top of the others' range, marked there with ▲ and its maximum, and labelled.
+    Returns True if a value below FLOOR was drawn at FLOOR."""
+    diverged = _diverged(ys)
+    clip = any(diverged) and not all(diverged)
+    clipped = False
+    for i, (x, y, label, style) in enumerate(zip(xs, ys, labels, styles)):
+        if clip and diverged[i]:
+            label += f" (diverged: max {np.nanmax(y):.1e}, off the axis)"
+        line, = ax.semilogy(x, np.maximum(y, FLOOR), label=label,
+                            **{**_look(i, len(ys), len(x)), **(style or {})})
+        clipped |= bool(np.any(y < FLOOR))
+    if clip:
+        top = 10 * max(np.nanmax(np.maximum(y, FLOOR)) for y, d in zip(ys, diverged)
+                       if not d)
+        ax.set_ylim(top=top)
+        for line, x, y, d in zip(ax.get_lines(), xs, ys, diverged):
+            if d:
+                _mark_exit(ax, line, x, y, top)
     return clipped
+
+
+def _mark_exit(ax, line, x, y, top):
+    """▲ and the line's maximum where it leaves the axes through the top."""
+    k = int(np.argmax(~(y <= top)))               # the first value above top (or NaN/inf)
+    ax.plot([x[k]], [top], marker="^", color=line.get_color(), clip_on=False,
+            ls="none", markersize=8)
+    ax.annotate(f"max {np.nanmax(y):.1e}", (x[k], top), xytext=(4, -12),
+                textcoords="offset points", color=line.get_color(), fontsize=7)
 
 
 def _finish_axes(ax, xlabel, ylabel, clipped, target):
     if target is not None:
         ax.axhline(target, color="grey", ls=":", lw=1, label=f"target {target:g}")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel + (f" (< {FLOOR:g} drawn at {FLOOR:g})" if clipped else ""))
+    ax.set_ylabel(textwrap.fill(ylabel + (f" (< {FLOOR:g} drawn at {FLOOR:g})"
+                                          if clipped else ""), LABEL_WIDTH))
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -125,14 +193,13 @@ def plot_result(res, ax=None, reference=None, *, x="auto", target=None, title=No
     """
     plt = _pyplot()
     xs, xlabel = _x(res, x)
-    gap, formula, source = _gap(res, reference)
+    ref, source, owner = _reference([res], [res.method], reference)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
-    clipped = False
-    for y, label in ((_values(res, "stationarity", None), "stationarity"),
-                     (_values(res, "feasibility", None), "feasibility"),
-                     (gap, f"objective gap {formula}, {source}")):
-        clipped |= _draw(ax, xs, y, label=label)
+    ys = [_record(res, "stationarity"), _record(res, "feasibility"),
+          _gap(res, ref, owner == 0)]
+    labels = ["stationarity", "feasibility", f"objective gap {_formula(ref)}, {source}"]
+    clipped = _panel(ax, [xs] * 3, ys, labels, [None] * 3)
     _finish_axes(ax, xlabel, "residual / gap (log scale)", clipped, target)
     ax.set_title(title if title is not None else f"{res.method}: {res.status}")
     ax.legend(fontsize=8)
@@ -144,12 +211,18 @@ def compare(results, labels=None, reference=None, *, quantities=("stationarity",
             title=None):
     """Several solves on one figure: one log-scale panel per quantity, one line each.
 
+    Every line has its own marker and line style (coinciding lines stay visible).  A
+    line that diverges (values above ``BLOWUP`` × the largest first value, or inf)
+    does not set the panel's range: the axis is clipped to the other lines, and the
+    diverged line is marked ▲ where it leaves the axis, with its maximum.
+
     Parameters
     ----------
     results : sequence of SolveResult (e.g. one problem solved by several methods).
     labels : one legend label per result [``res.method``].
     reference : F* for the objective gap of every result (see :func:`plot_result`);
-        without it each result's gap is taken to its own final objective.
+        without it F* is the final objective of the most accurate result (the least
+        final max(stationarity, feasibility)), named in the gap panel's axis label.
     quantities : panels, from ``QUANTITIES``: ``"stationarity"``, ``"feasibility"``,
         ``"gap"`` [all three, in that order].
     x : as for :func:`plot_result`; every result must offer the same kind of axis
@@ -190,17 +263,14 @@ def compare(results, labels=None, reference=None, *, quantities=("stationarity",
         axes = list(np.atleast_1d(axes))
         if len(axes) != len(quantities):
             raise ValueError(f"{len(quantities)} quantities but {len(axes)} axes")
-    if reference is not None:
-        _, formula, source = _gap(results[0], reference)
-    else:
-        formula, source = "|F − F*|/|F*|", "F* = each run's final objective (no reference given)"
+    ref, source, owner = _reference(results, labels, reference)
+    xs = [xv for xv, _ in series]
     for ax, q in zip(axes, quantities):
-        clipped = False
-        for res, label, (xs, _), style in zip(results, labels, series, styles):
-            clipped |= _draw(ax, xs, _values(res, q, reference), label=label,
-                             **(style or {}))
         gap = q == "gap"
-        _finish_axes(ax, series[0][1] + (f"\n{source}" if gap else ""),
-                     QUANTITIES[q] + (f" {formula}" if gap else ""), clipped, target)
+        ys = ([_gap(r, ref, k == owner) for k, r in enumerate(results)] if gap
+              else [_record(r, q) for r in results])
+        clipped = _panel(ax, xs, ys, labels, styles)
+        _finish_axes(ax, series[0][1] + (f"\n{textwrap.fill(source, 60)}" if gap else ""),
+                     QUANTITIES[q] + (f" {_formula(ref)}" if gap else ""), clipped, target)
     axes[0].legend(fontsize=7, ncol=2 if len(results) > 6 else 1)
     return axes[0].figure

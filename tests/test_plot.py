@@ -1,5 +1,6 @@
 """constrfl.plot: figures drawn from res.history, written to PNG."""
 import sys
+from types import SimpleNamespace
 
 import matplotlib
 import numpy as np
@@ -125,3 +126,76 @@ def test_empty_history_and_missing_matplotlib(solved, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r"pip install constrfl\[plot\]"):
         plot_result(res)
+
+
+# -- compare on synthetic histories: labels inside, divergence, coinciding lines, F* --------
+
+def run(stationarity, feasibility, objective, method="m"):
+    """A stand-in for a SolveResult: one record per round."""
+    history = [dict(rounds=k + 1, stationarity=s, feasibility=f, objective=o)
+               for k, (s, f, o) in enumerate(zip(stationarity, feasibility, objective))]
+    return SimpleNamespace(history=history, method=method, status="optimal")
+
+
+def decay(start, stop, n=30):
+    return list(np.geomspace(start, stop, n))
+
+
+def inside(fig, artist):
+    box, frame = artist.get_window_extent(), fig.bbox
+    return (box.x0 >= frame.x0 and box.y0 >= frame.y0 and box.x1 <= frame.x1
+            and box.y1 <= frame.y1)
+
+
+def test_axis_labels_stay_inside_the_figure():
+    """A feasibility of 0 (drawn at the floor) lengthens that panel's y label."""
+    a = run(decay(1, 1e-7), [0.0] * 30, decay(2, 1, 30))
+    b = run(decay(1, 1e-5), decay(1e-1, 1e-9), decay(3, 1, 30))
+    fig = compare([a, b], ["a", "b"])
+    fig.canvas.draw()
+    assert "drawn at" in fig.axes[1].get_ylabel()
+    for ax in fig.axes:
+        assert inside(fig, ax.yaxis.label) and inside(fig, ax.xaxis.label), ax.get_ylabel()
+
+
+def test_a_diverged_run_does_not_squash_the_others(tmp_path):
+    sane = [run(decay(1, 1e-7), decay(1, 1e-8), decay(2, 1)),
+            run(decay(2, 1e-4), decay(1, 1e-6), decay(3, 1))]
+    blown = run(decay(1, 1e42), decay(1, 1e40), decay(2, 1e40))
+    fig = compare(sane + [blown], ["a", "b", "blown"])
+    fig.savefig(tmp_path / "diverged.png")
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        assert 2 <= high <= 1e3, (ax.get_ylabel(), high)      # the sane runs' range
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert labels[:2] == ["a", "b"] and labels[2].startswith("blown (diverged: max")
+        exits = [line for line in ax.get_lines() if line.get_marker() == "^"]
+        assert len(exits) == 1 and exits[0].get_ydata()[0] == high
+
+
+def test_all_runs_diverging_keeps_the_full_range():
+    fig = compare([run(decay(1, 1e42), decay(1, 1e40), decay(2, 1e40))] * 2, ["x", "y"])
+    assert fig.axes[0].get_ylim()[1] >= 1e42
+
+
+def test_coinciding_runs_stay_distinguishable():
+    same = run(decay(1, 1e-7), decay(1, 1e-8), decay(2, 1))
+    ax = compare([same, same, same], ["one", "two", "three"], quantities="stationarity").axes[0]
+    lines = ax.get_lines()
+    assert len({line.get_marker() for line in lines}) == 3
+    assert len({line.get_linestyle() for line in lines}) == 3
+    assert len({line.get_markevery()[0] for line in lines}) == 3      # staggered markers
+
+
+def test_without_reference_the_gap_is_to_the_most_accurate_run():
+    """F* is the final objective of the run with the least final residual, for every
+    run; a penalty run that ends infeasible below F* does not set it."""
+    exact = run(decay(1, 1e-8), decay(1, 1e-9), decay(2, 1.5), "fedproxal")
+    penalty = run(decay(1, 1e-2), [0.1] * 30, decay(2, 1.1), "fedavg")
+    ax = compare([penalty, exact], quantities="gap").axes[0]
+    gaps = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+    expected = np.abs(np.geomspace(2, 1.1, 30) - 1.5) / 1.5
+    np.testing.assert_allclose(gaps["fedavg"], np.maximum(expected, 1e-12))
+    assert np.isnan(gaps["fedproxal"][-1])                  # F* itself: 0, not drawn
+    assert "final objective of fedproxal" in ax.get_xlabel()
+    assert "no reference given" in ax.get_xlabel()
