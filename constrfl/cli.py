@@ -19,11 +19,23 @@ examples:
   constrfl demo --help                   the demo's options"""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser: arguments it does not know are its usage error (argparse
+    would pass them up to the top level, which shows the top-level usage)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return namespace, unknown
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="constrfl", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"constrfl {__version__}")
-    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND",
+                                     parser_class=CommandParser)
     demo_parser = commands.add_parser(
         "demo", description=demo.__doc__,
         help="solve a synthetic Neyman-Pearson problem over clients and certify it "

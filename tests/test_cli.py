@@ -78,3 +78,15 @@ def test_python_m_constrfl_demo_checks_its_options(capsys):
         demo.main(["--clients", "0"])
     assert info.value.code == 2
     assert "argument --clients" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("argv, unknown, usage", [
+    (["demo", "--bogus"], "--bogus", "usage: constrfl demo"),   # the demo's options
+    (["demo", "extra"], "extra", "usage: constrfl demo"),
+    (["--bogus", "demo"], "--bogus", "usage: constrfl [-h]"),   # a top-level unknown
+])
+def test_unknown_arguments_show_their_commands_usage(argv, unknown, usage, capsys):
+    assert exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert usage in err and f"unrecognized arguments: {unknown}" in err
