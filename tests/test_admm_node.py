@@ -133,7 +133,8 @@ def test_warm_start_carries_the_block_over():
            "local_max_iter": 100, "local_hessian": True, "adaptive": False, "metric": True}
     reply, new = dispatch("al.update+admm.start", msg, state, Site(client))
     assert set(reply) == {"mu", "nu", "lagrangian_grad", "feasibility", "complementarity",
-                          "definition1", "objective", "v", "J"}
+                          "definition1", "stationarity_scale", "feasibility_scale",
+                          "objective", "v", "J"}
     assert all(np.array_equal(new[k], state[k]) for k in ("u", "lam")) and \
         new["rho"] == state["rho"] and "w_last" not in new
     c, Jc = client.c_value_jac(msg["w"])
