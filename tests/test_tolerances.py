@@ -75,3 +75,12 @@ def test_eps_rel_is_checked_and_saved():
         cf.solve(np_problem(2), eps_rel=-1.0)
     res = cf.solve(np_problem(2), inner="newton", eps_rel=1e-9, max_outer=1)
     assert res.settings["eps_rel"] == 1e-9
+
+
+def test_a_baseline_reports_the_same_scales_as_cf_kkt():
+    p = np_problem(3)
+    res = cf.solve(p, method="fedavg", rounds=5, penalty="quadratic")
+    ref = cf.kkt(p, res.w, res.multipliers)
+    assert ref.stationarity_scale > 0 and ref.feasibility_scale > 0
+    for key in ("stationarity", "definition1", "stationarity_scale", "feasibility_scale"):
+        assert getattr(res.kkt, key) == pytest.approx(getattr(ref, key), rel=1e-10)

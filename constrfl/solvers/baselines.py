@@ -165,8 +165,7 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     last, stop = _final_record(problem, fed, s, w, cfg["penalty_weight"])
     if stop is not None and status == st.MAX_ITERATIONS:
         status, message, error = stop.status, str(stop), stop
-    kkt = KKT(last["stationarity"], last["feasibility"], last["complementarity"],
-              last["definition1"], problem.regularizer.exact_dist)
+    kkt = KKT.of(last, problem.regularizer.exact_dist)
     mults = last["multipliers"]
     note = (" (multipliers estimated as penalty_weight·[c]₊, penalty_weight·h)"
             if cfg["penalty_weight"] else "")
@@ -491,9 +490,7 @@ def _observe(problem, fed, w, weight):
     return dict(objective=sum(replies[o]["objective"] for o in owners)
                 + problem.regularizer.value(w),
                 stationarity=float(problem.regularizer.dist(w, g)),
-                feasibility=max(replies[o]["feasibility"] for o in owners),
-                complementarity=max(replies[o]["complementarity"] for o in owners),
-                definition1=max(replies[o]["definition1"] for o in owners),
+                **{key: max(replies[o][key] for o in owners) for key in KKT.RECORDED[1:]},
                 multipliers=mults)
 
 
