@@ -7,7 +7,8 @@ import time
 import numpy as np
 
 from . import status as st
-from .control import checked_callback, checkpoint, interruptible, positive, restore
+from .control import (SolveControl, checked_callback, checkpoint, interruptible, positive,
+                      restore)
 from .progress import progress_line, status_text
 from .errors import SolveStop
 from .federation import InProcessFederation
@@ -90,8 +91,9 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a constrfl.Problem, got {type(problem).__name__}")
 
-    def in_process(method, snapshots):
-        return InProcessFederation(problem, snapshots, counted=method != "cproxal")
+    def in_process(method, snapshots, control):
+        return InProcessFederation(problem, snapshots, counted=method != "cproxal",
+                                   control=control)
 
     return solve_over(in_process, problem, method, tol, w0=w0, seed=seed, verbose=verbose,
                       progress=progress, callback=callback, max_time=max_time, resume=resume, start=start,
@@ -101,9 +103,10 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
 def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, seed=0,
                verbose=False, progress=None, callback=None, max_time=None, resume=None, start=None,
                **options):
-    """:func:`solve` over the federation that ``federation(method, snapshots)`` builds
-    (``snapshots``: the parties' states of a resumed solve, else None); ``start`` is
-    when the call began (``max_time`` and the result's ``time`` count from it)."""
+    """:func:`solve` over the federation that ``federation(method, snapshots, control)``
+    builds (``snapshots``: the parties' states of a resumed solve, else None;
+    ``control``: the solve's :class:`~constrfl.control.SolveControl`); ``start`` is when
+    the call began (``max_time`` and the result's ``time`` count from it)."""
     start = time.perf_counter() if start is None else start
     if resume is not None:
         method, settings, eps = resume_settings(problem, resume, method, options, tol)
@@ -111,21 +114,20 @@ def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, se
     else:
         settings, eps = settings_for(method, options, problem), tolerances(tol)
     callback = checked_callback(callback)
-    deadline = None if max_time is None else start + positive(max_time, "max_time")
-    fed = federation(method, resume.state["parties"] if resume is not None else None)
+    control = SolveControl(None if max_time is None else start + positive(max_time, "max_time"))
+    fed = federation(method, resume.state["parties"] if resume is not None else None, control)
     run = execute_baseline if method in BASELINES else execute
     return run(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
                verbose=verbose, progress=False if verbose else progress,
-               callback=callback, deadline=deadline, start=start)
+               callback=callback, start=start)
 
 
 def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None,
-            verbose=False, progress=None, callback=None, deadline=None, start=None):
+            verbose=False, progress=None, callback=None, start=None):
     """Run a proximal AL method over the federation ``fed`` and return its result
     (``problem`` needs ``dim``, ``regularizer``, ``start_point`` and ``parties``; the
     backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this)."""
     start = time.perf_counter() if start is None else start
-    fed.deadline = deadline
     if resume is not None:
         s, previous_time = restore(fed, resume), resume.time
     else:
@@ -139,7 +141,7 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
         return status_text(start, fed.traffic.rounds, s.k, s.history[-1] if s.history
                            else s.start)
     try:
-        with interruptible(fed), progress_line(describe, progress):
+        with interruptible(fed.control), progress_line(describe, progress):
             view = _scaled(problem, fed, s, settings.scaling and resume is None)
             inner = _inner_solver(view, method, settings, fed, eps)
             status, message = proximal_al(view, fed, inner, s, eps, settings,

@@ -7,14 +7,37 @@ import dataclasses
 import numbers
 import signal
 import threading
+import time
 
 import numpy as np
 
+from . import status as st
 from .errors import SolveStop
-from .federation.base import Traffic
 
-__all__ = ["interruptible", "checked_callback", "checkpoint", "restore", "positive",
+__all__ = ["SolveControl", "interruptible", "checked_callback", "checkpoint", "restore", "positive",
            "count", "real"]
+
+
+@dataclasses.dataclass
+class SolveControl:
+    """What ends a solve between rounds, owned by the solve: its ``deadline`` (a
+    ``time.perf_counter()`` value, from ``max_time``; None: none) and a Ctrl-C
+    (``interrupted``).  The federation consults it before every round (and a backend
+    within one)."""
+
+    deadline: float | None = None
+    interrupted: bool = False
+
+    def past_deadline(self):
+        """Whether ``max_time`` has run out."""
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def check(self):
+        """Raise the :class:`~constrfl.errors.SolveStop` that ends the solve now, if any."""
+        if self.interrupted:
+            raise SolveStop("interrupted (Ctrl-C)", st.INTERRUPTED)
+        if self.past_deadline():
+            raise SolveStop("max_time reached", st.TIME_LIMIT)
 
 
 def checkpoint(problem, fed, solver_state):
@@ -29,24 +52,25 @@ def restore(fed, resume):
     """Set ``fed``'s counters from a resumed result; return a copy of its solver state
     (the resumed result itself stays as it was)."""
     state = copy.deepcopy(resume.state)
-    fed.traffic, fed.seq = Traffic(**state["traffic"]), state["seq"]
+    fed.traffic, fed.seq = type(fed.traffic)(**state["traffic"]), state["seq"]
     return state["solver"]
 
 
 @contextlib.contextmanager
-def interruptible(fed):
-    """Ctrl-C during the solve asks it to stop before the next round (status
-    ``"interrupted"``, everything kept); a second Ctrl-C raises KeyboardInterrupt.
-    Only in the main thread, and only where Python's default handler is in place."""
+def interruptible(control):
+    """Ctrl-C during the solve asks it (its :class:`SolveControl`) to stop before the
+    next round (status ``"interrupted"``, everything kept); a second Ctrl-C raises
+    KeyboardInterrupt.  Only in the main thread, and only where Python's default handler
+    is in place."""
     main = threading.current_thread() is threading.main_thread()
     if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
 
     def handler(signum, frame):
-        if fed.interrupted:
+        if control.interrupted:
             raise KeyboardInterrupt
-        fed.interrupted = True
+        control.interrupted = True
 
     signal.signal(signal.SIGINT, handler)
     try:

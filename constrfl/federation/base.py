@@ -16,10 +16,9 @@ already answered from its cache, so a round interrupted half-way is simply sent 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
-from .. import status as st
+from ..control import SolveControl
 from ..errors import SolveStop
 from ..progress import log
 from .messages import FLOAT, check_payload, floats
@@ -40,14 +39,14 @@ class Federation:
     """Base class: ``clients`` (names, in the fixed aggregation order), ``own`` (the
     server party's runtime or None), ``traffic``, and the per-round checks."""
 
-    def __init__(self, clients, own=None, counted=True):
+    def __init__(self, clients, own=None, counted=True, control=None):
         self.clients = list(clients)
         self.own = own
         self.counted = counted
         self.traffic = Traffic()
         self.seq = 0              # sequence number of the last completed message
-        self.deadline = None      # time.perf_counter() value after which rounds stop
-        self.interrupted = False  # set by a Ctrl-C: stop before the next round
+        #: the solve's deadline and Ctrl-C (:class:`~constrfl.control.SolveControl`)
+        self.control = SolveControl() if control is None else control
 
     # -- what the solvers call ------------------------------------------------------
     def broadcast(self, message_type, payload, to=None, per_client=None,
@@ -56,10 +55,7 @@ class Federation:
         ``to`` (default: all) and return ``{name: reply}`` in client order, then
         ``"server": reply`` with ``include_server`` when the server has functions.
         ``counted=False``: an observer's message, outside the method's traffic."""
-        if self.interrupted:
-            raise SolveStop("interrupted (Ctrl-C)", st.INTERRUPTED)
-        if self.past_deadline():
-            raise SolveStop("max_time reached", st.TIME_LIMIT)
+        self.control.check()
         check_payload(payload)
         names = self.clients if to is None else [c for c in self.clients if c in set(to)]
         payloads = {n: payload if not per_client or n not in per_client
@@ -87,10 +83,6 @@ class Federation:
         if own is not None:
             out["server"] = own
         return out
-
-    def past_deadline(self):
-        """Whether ``max_time`` has run out (a backend also checks it inside a round)."""
-        return self.deadline is not None and time.perf_counter() > self.deadline
 
     # -- what a backend implements --------------------------------------------------
     def _exchange(self, seq, message_type, payloads):

@@ -18,17 +18,18 @@ class InProcessFederation(Federation):
     """Runs the clients of ``problem`` (and the server's own party) in this process.
 
     ``snapshots`` (from :meth:`snapshot`) restores the parties of a checkpoint;
-    ``counted=False`` keeps no traffic (cProx-AL: the pooled problem, no federation).
+    ``counted=False`` keeps no traffic (cProx-AL: the pooled problem, no federation);
+    ``control``: the solve's :class:`~constrfl.control.SolveControl`.
     """
 
-    def __init__(self, problem, snapshots=None, counted=True):
+    def __init__(self, problem, snapshots=None, counted=True, control=None):
         snapshots = snapshots or {}
         P = problem.regularizer
         self.runtimes = {c.name: PartyRuntime(Site(c, P), snapshots.get(c.name))
                          for c in problem.clients}
         own = (None if problem.server.is_empty
                else PartyRuntime(Site(problem.server, P), snapshots.get("server")))
-        super().__init__(list(self.runtimes), own, counted)
+        super().__init__(list(self.runtimes), own, counted, control)
 
     def _exchange(self, seq, message_type, payloads):
         """The clients in turn; once ``max_time`` has run out, the rest of the round is
@@ -36,7 +37,7 @@ class InProcessFederation(Federation):
         out = {}
         for n, p in payloads.items():
             out[n] = (SolveStop("max_time reached (during a round)", st.TIME_LIMIT)
-                      if out and self.past_deadline()
+                      if out and self.control.past_deadline()
                       else self.runtimes[n].call(seq, message_type, p))
         return out
 

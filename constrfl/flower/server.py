@@ -66,12 +66,12 @@ class FlowerFederation(Federation):
     error reply a site's message is resent after ``poll_interval``, doubling with each
     further error up to ``resend_after``."""
 
-    def __init__(self, grid, view, snapshots=None, counted=True, *, client_timeout=300.0,
-                 resend_after=30.0, poll_interval=0.1):
+    def __init__(self, grid, view, snapshots=None, counted=True, *, control=None,
+                 client_timeout=300.0, resend_after=30.0, poll_interval=0.1):
         snapshots = snapshots or {}
         own = (None if view.server.is_empty
                else PartyRuntime(Site(view.server, view.regularizer), snapshots.get("server")))
-        super().__init__(view.client_names, own, counted)
+        super().__init__(view.client_names, own, counted, control)
         self.grid = grid
         self.client_timeout = positive(client_timeout, "client_timeout")
         self.resend_after = positive(resend_after, "resend_after")
@@ -158,10 +158,10 @@ class FlowerFederation(Federation):
         errors, reason = {}, {}  # site -> error replies so far, why no answer yet
         while True:
             now = time.monotonic()
-            if self.interrupted:
+            if self.control.interrupted:
                 return dict(out, **{n: SolveStop("interrupted (Ctrl-C)", st.INTERRUPTED)
                                     for n in pending})
-            if self.past_deadline():
+            if self.control.past_deadline():
                 return dict(out, **{n: SolveStop("max_time reached", st.TIME_LIMIT)
                                     for n in pending})
             if any(n not in self.nodes or (n in due and now >= due[n]) for n in pending):
@@ -268,13 +268,14 @@ def run_server(grid, view, method="fedproxal", tol=None, *, w0=None, seed=0, ver
         raise TypeError(f"view must be a constrfl.problem.ServerView (e.g. ServerSide), "
                         f"got {type(view).__name__}")
 
-    def over_flower(method, snapshots):
+    def over_flower(method, snapshots, control):
         if method == "cproxal":
             raise ValueError("method 'cproxal' is the centralized twin (subproblems on the "
                              "pooled data, no federation); on Flower use method='fedproxal' "
                              "with inner='newton' (the same proximal Newton steps over the "
                              "federation) or inner='admm'")
-        return FlowerFederation(grid, view, snapshots, client_timeout=client_timeout,
+        return FlowerFederation(grid, view, snapshots, control=control,
+                                client_timeout=client_timeout,
                                 resend_after=resend_after, poll_interval=poll_interval)
 
     res = solve_over(over_flower, view, method, tol, w0=w0, seed=seed, verbose=verbose,

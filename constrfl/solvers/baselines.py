@@ -127,19 +127,18 @@ class BaselineState:
 
 
 def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, resume=None,
-                     verbose=False, progress=None, callback=None, deadline=None, start=None):
+                     verbose=False, progress=None, callback=None, start=None):
     """Run a baseline with ``settings`` (a :class:`~constrfl.settings.BaselineSettings`)
     over the federation ``fed`` (any backend) and return its result.  ``problem``,
     ``tol`` (a pair), ``w0``, ``seed``, ``resume``, ``verbose``, ``progress`` and
     ``callback`` (already checked: :func:`constrfl.control.checked_callback`) are those of
-    :func:`constrfl.solve`;
-    ``seed`` seeds the server's client sampling (with the round) and the clients'
-    minibatches (with the client's name and the round); ``deadline`` and ``start`` come
-    from its ``max_time``.  ``outer_iterations`` counts the rounds run,
+    :func:`constrfl.solve`; ``seed`` seeds the server's client sampling (with the round)
+    and the clients' minibatches (with the client's name and the round); ``start`` is when
+    the solve began (``fed.control`` holds its deadline).  ``outer_iterations`` counts the
+    rounds run,
     ``inner_iterations`` the local steps of all sampled clients together."""
     cfg = _configure(problem, method, settings)
     start = time.perf_counter() if start is None else start
-    fed.deadline = deadline
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
     if resume is not None:
         s, previous_time = restore(fed, resume), resume.time
@@ -154,7 +153,7 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
         return status_text(start, fed.traffic.rounds, s.round,
                            s.history[-1] if s.history else None, unit="round")
     try:
-        with interruptible(fed), progress_line(describe, progress):
+        with interruptible(fed.control), progress_line(describe, progress):
             status, message = _run(problem, family, s, cfg, seed, fed, report, callback)
     except SolveStop as stop:
         status, message = stop.status, str(stop)
