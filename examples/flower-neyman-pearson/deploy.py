@@ -15,7 +15,9 @@ site on 127.0.0.1, started and stopped by PID.
    is ``<workdir>/flwr-home``) and runs ``flwr run . constrfl-local``;
 4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
    the result with its KKT residuals, and stops every process it started (SIGTERM to
-   its process group, SIGKILL after 20 s).
+   its process group, SIGKILL after 20 s).  A run that Flower reports finished without
+   writing a result (``flwr ls --run-id``, every 15 s) raises at once with Flower's
+   reason.  ``run.py`` is the same for a user: it waits for the run's final status.
 
 ``--mode simulation`` runs the same app in Flower's simulation instead (needs
 ``flwr[simulation]``, i.e. Ray): a SuperLink started with ``--simulation`` and no
@@ -142,18 +144,27 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
         overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
                      + run_config)
         t0 = time.time()
-        argv = ["flwr", "run", str(HERE), "constrfl-local", "--run-config", overrides]
+        argv = ["flwr", "run", str(HERE), "constrfl-local", "--run-config", overrides,
+                "--format", "json"]
         if mode == "simulation":
             argv += ["--federation-config", f"num-supernodes={n_sites}"]
         run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-        say(run.stdout.strip())
-        if run.returncode != 0:
-            raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}")
-        end, restarted = time.monotonic() + timeout, None
+        try:
+            run_id = int(json.loads(run.stdout)["run-id"])
+        except (ValueError, KeyError, TypeError):
+            raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}") from None
+        say(f"started run {run_id}")
+        end, restarted, looked = time.monotonic() + timeout, None, time.monotonic()
         while not (result / "result.json").is_file():
             if time.monotonic() > end:
                 raise TimeoutError(f"no result in {result} after {timeout:g} s "
                                    f"(logs in {logs})")
+            if time.monotonic() - looked > 15.0:     # a run that failed writes no result
+                looked = time.monotonic()
+                status, details = run_status(run_id, "constrfl-local", env)
+                if (status or "").startswith("finished") and not (
+                        result / "result.json").is_file():
+                    raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
             if restart and restarted is None and sum(
                     1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
                 for p in nodes[restart[0]]:
@@ -171,6 +182,18 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
     return {"workdir": str(work), "result": str(result), "seconds": seconds,
             "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
             "restarted": restarted}
+
+
+def run_status(run_id, connection, env):
+    """``(status, details)`` of a run from ``flwr ls --run-id <id> <connection> --format
+    json`` (``(None, what it printed)`` when that fails)."""
+    out = subprocess.run(["flwr", "ls", "--run-id", str(run_id), connection, "--format",
+                          "json"], env=env, cwd=HERE, text=True, capture_output=True)
+    try:
+        run = json.loads(out.stdout)["runs"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None, (out.stdout + out.stderr).strip()
+    return run["status"], run.get("status-details", "")
 
 
 def start_site(procs, name, sites, work, link, mode, tag=""):

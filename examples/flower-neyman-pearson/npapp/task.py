@@ -31,6 +31,10 @@ def site_names(n):
 
 def read_csv(path):
     """``(X, y)`` of a site's CSV (features then the 0/1 label, header line)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(
+            f"{path} not found: write the CSVs with `python split_data.py --sites N --out "
+            f"DIR` and run with sites-dir=DIR (default {DEFAULT_SITES_DIR})")
     data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
     return np.ascontiguousarray(data[:, :-1]), data[:, -1]
 
@@ -56,6 +60,28 @@ def server_side(run_config):
     server = make_server(root / "server.csv", float(run_config["max-class1-loss"]))
     dim = read_csv(root / "server.csv")[0].shape[1]
     return ServerSide(dim, site_names(n), server=server)
+
+
+def solve_options(run_config):
+    """``(method, tol, options)``: the run config's solve, as the ServerApp calls it (and as
+    ``cf.solve`` takes it, for checking the federated answer in one process)."""
+    method = str(run_config["method"])
+    if method == "fedproxal":
+        options = dict(inner=str(run_config["inner"]), max_outer=int(run_config["max-outer"]))
+    else:
+        options = dict(rounds=int(run_config["rounds"]), penalty="quadratic",
+                       penalty_weight=float(run_config["penalty-weight"]))
+    return method, float(run_config["tol"]), options
+
+
+def accepted_statuses(method):
+    """The statuses a run ends ``finished:completed`` with; any other makes the ServerApp
+    raise (after saving the result), so that Flower reports the run ``finished:failed``.
+    fedproxal promises a KKT point at ``tol``; a baseline runs its ``rounds`` and
+    certifies nothing, so running them all (``max_iterations``) is its normal end."""
+    if method == "fedproxal":
+        return ("optimal", "optimal_inaccurate")
+    return ("optimal", "max_iterations")
 
 
 def problem(root, n, r):
