@@ -77,21 +77,37 @@ def as_multipliers(problem, multipliers=None):
     return out
 
 
-def party_residuals(party, w, mult, atol=0.0):
-    """One owner's message: its Lagrangian gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ``, the
-    max of its feasibility, complementarity and Definition-1 residuals, and its parts of
-    the scales S₁, S₂ (:class:`~constrfl.result.KKT`)."""
-    f_grad = party.f_value_grad(w)[1]
+def party_share(party, w, mult, atol=0.0):
+    """One owner's share of the KKT residuals at ``(w, μ, ν)`` (what it sends in a KKT
+    round): its Lagrangian-gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ``, the max of its
+    feasibility, complementarity and Definition-1 residuals, its parts of the scales
+    S₁, S₂ (:class:`~constrfl.result.KKT`) and its objective value fᵢ(w)."""
+    f, f_grad = party.f_value_grad(w)
     (c, Jc), h = party.c_value_jac(w), party.h_value(w)
     Jh = party.h_jac(w) if h.size else np.zeros((0, w.size))
     mu, nu = mult.ineq, mult.eq
-    duals = Jc.T @ mu + Jh.T @ nu if c.size or h.size else np.zeros_like(w)
-    feas = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
-    compl = float(np.max(np.abs(np.minimum(mu, -c)), initial=0.0))
-    linear = np.concatenate([Jc @ w, Jh @ w]) if c.size or h.size else np.zeros(0)
-    scales = (max(_inf_norm(f_grad), _inf_norm(duals)),
-              max(_inf_norm(linear), _inf_norm(np.concatenate([c, h]) - linear)))
-    return f_grad + duals, feas, compl, definition1(c, h, mu, atol), scales
+    duals = Jc.T @ mu + Jh.T @ nu
+    linear = np.concatenate([Jc @ w, Jh @ w])
+    return {"lagrangian_grad": f_grad + duals,
+            "feasibility": max(float(np.max(c, initial=0.0)),
+                               float(np.max(np.abs(h), initial=0.0))),
+            "complementarity": float(np.max(np.abs(np.minimum(mu, -c)), initial=0.0)),
+            "definition1": definition1(c, h, mu, atol),
+            "stationarity_scale": max(_inf_norm(f_grad), _inf_norm(duals)),
+            "feasibility_scale": max(_inf_norm(linear),
+                                     _inf_norm(np.concatenate([c, h]) - linear)),
+            "objective": f}
+
+
+def combine_shares(shares, regularizer, w, atol=0.0):
+    """``(KKT, F(w))`` from the owners' shares (:func:`party_share`), given server
+    first: the gradient shares summed, the residuals and scales maximized, and
+    F(w) = Σᵢ fᵢ(w) + P(w)."""
+    g = sum(s["lagrangian_grad"] for s in shares)
+    most = {key: max(s[key] for s in shares) for key in KKT.RECORDED[1:]}
+    kkt = KKT(float(regularizer.dist(w, g, atol)), exact_stationarity=regularizer.exact_dist,
+              **most)
+    return kkt, sum(s["objective"] for s in shares) + regularizer.value(w)
 
 
 def _inf_norm(v):
@@ -121,15 +137,8 @@ def kkt(problem, w, multipliers=None, atol=0.0):
         return EstimatedKKT(**asdict(kkt(problem, w, mults, atol)), multipliers=mults,
                             estimate=how)
     mults = as_multipliers(problem, multipliers)
-    g = np.zeros(problem.dim)
-    feas = compl = def1 = s1 = s2 = 0.0
-    for p in problem.parties:
-        gp, fp, cp_, dp, (sp1, sp2) = party_residuals(p, w, mults[p.name], atol)
-        g += gp
-        feas, compl, def1 = max(feas, fp), max(compl, cp_), max(def1, dp)
-        s1, s2 = max(s1, sp1), max(s2, sp2)
-    stat = problem.regularizer.dist(w, g, atol)
-    return KKT(float(stat), feas, compl, def1, problem.regularizer.exact_dist, s1, s2)
+    shares = [party_share(p, w, mults[p.name], atol) for p in problem.parties]
+    return combine_shares(shares, problem.regularizer, w, atol)[0]
 
 
 def _point(problem, w):

@@ -105,8 +105,8 @@ def test_time_limit_inside_a_round():
     p, spies = problem()
     res = cf.solve(p, max_time=0.3, **opts)
     assert res.status == "time_limit"
-    # a client's gradients: 3 in the first round (its KKT share at w⁰ and its Newton
-    # evaluation), then one a round; the first client's fifth, in the third round,
+    # a client's gradients: 2 in the first round (its KKT share at w⁰ and its Newton
+    # evaluation), then one a round; the first client's fifth, in the fourth round,
     # outlasted max_time: no one else got that round
     assert [s.calls for s in spies] == [5, 4, 4, 4]
     again = cf.solve(p, resume=res)

@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels import max_abs_diff, metric_solve, metric_times
-from ..kkt import definition1, party_residuals
+from ..kkt import definition1, party_share
 from ..result import Multipliers
 from ..scaling import column_stats, scaled_party, scaled_regularizer
 from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
@@ -166,10 +166,7 @@ def _kkt_share(party, w, mu, nu):
     user = getattr(party, "user", None)
     if user is not None:
         (w, mu, nu), party = user.user_units(w, mu, nu), user.party
-    g, feas, compl, def1, (s1, s2) = party_residuals(party, w, Multipliers(mu, nu))
-    return {"mu": mu, "nu": nu, "lagrangian_grad": g, "feasibility": feas,
-            "complementarity": compl, "definition1": def1, "stationarity_scale": s1,
-            "feasibility_scale": s2, "objective": party.f_value_grad(w)[0]}
+    return {"mu": mu, "nu": nu, **party_share(party, w, Multipliers(mu, nu))}
 
 
 @handles(M.AL_UPDATE)

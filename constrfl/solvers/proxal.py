@@ -23,6 +23,7 @@ from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
 from ..progress import log
+from ..kkt import combine_shares
 from ..result import KKT, Multipliers
 from .diagnostics import running_off, stalled, unbounded, violation_check
 
@@ -73,23 +74,23 @@ def _start(fed, inner, k, w, beta, tau, update, previous=None, extra=None):
     return replies, inner.begin(replies, w, tau, beta, previous)
 
 
-def _kkt_round(problem, w, replies, previous):
-    """The KKT residuals of §2 from the owners' shares (summed in
-    :func:`constrfl.kkt`'s order, server first), their multipliers, the largest
-    multiplier change (for rule (11)) and the objective F(w) = Σᵢ fᵢ(w) + P(w)."""
+def _measured(problem, w, replies):
+    """``(KKT, F(w))`` of §2 from the owners' shares in ``replies``, combined in
+    :func:`constrfl.kkt`'s order (server first), in the user's units."""
     owners = sorted(replies, key=lambda n: n != "server")
-    g = sum(replies[n]["lagrangian_grad"] for n in owners)
+    return combine_shares([replies[n] for n in owners], problem.user_regularizer,
+                          problem.user_point(w))
+
+
+def _kkt_round(problem, w, replies, previous):
+    """The KKT residuals and objective (:func:`_measured`), the owners' multipliers and
+    the largest multiplier change (for rule (11))."""
     mults = {name: Multipliers(r["mu"], r["nu"]) for name, r in replies.items()}
     zero = Multipliers(0.0, 0.0)             # before the first report: μ⁰ = 0, ν⁰ = 0
     step = max((float(np.max(np.abs(np.concatenate([m.ineq - previous.get(n, zero).ineq,
                                                      m.eq - previous.get(n, zero).eq])),
                              initial=0.0)) for n, m in mults.items()), default=0.0)
-    w, P = problem.user_point(w), problem.user_regularizer       # the user's units
-    kkt = KKT(float(P.dist(w, g)),
-              *(max(r[key] for r in replies.values()) for key in KKT.RECORDED[1:4]),
-              P.exact_dist,
-              *(max(r[key] for r in replies.values()) for key in KKT.RECORDED[4:]))
-    objective = sum(replies[n]["objective"] for n in owners) + P.value(w)
+    kkt, objective = _measured(problem, w, replies)
     return kkt, mults, step, objective
 
 
@@ -116,7 +117,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                                                    s.history),
                                       update=False, extra=problem.begin_payload())
             if s.start is None and not s.history:
-                kkt, _, _, objective = _kkt_round(problem, w_prev, replies, mults_prev)
+                kkt, objective = _measured(problem, w_prev, replies)
                 s.start = dict(_recorded(kkt), objective=objective)
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
