@@ -431,13 +431,10 @@ def tolerances(tol):
     return positive(pair[0], "tol (eps1)"), positive(pair[1], "tol (eps2)")
 
 
-def to_saved(method, settings, eps=None):
+def to_saved(method, settings, eps):
     """A result's ``settings``: the record's fields, ``method`` and the tolerances
     ``eps`` = (ε₁, ε₂) as ``tol``, a plain dict."""
-    saved = dict(settings.to_dict(), method=method)
-    if eps is not None:
-        saved["tol"] = list(eps)
-    return saved
+    return dict(settings.to_dict(), method=method, tol=list(eps))
 
 
 def from_saved(saved):

@@ -124,7 +124,7 @@ def test_solve_and_simulate_run_the_records_defaults(method, options, record):
 def test_the_save_format_round_trips(record):
     assert type(record).from_dict(record.to_dict()) == record
     assert from_saved(to_saved("fedavg" if isinstance(record, BaselineSettings)
-                               else "fedproxal", record))[1] == record
+                               else "fedproxal", record, (1e-6, 1e-6)))[1] == record
 
 
 def test_version_2_settings_load():
