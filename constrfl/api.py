@@ -9,17 +9,17 @@ import numpy as np
 from . import status as st
 from .control import (SolveControl, checked_callback, checkpoint, interruptible, positive,
                       restore)
-from .progress import progress_line, status_text
 from .errors import SolveStop
 from .federation import InProcessFederation
 from .problem import Problem
+from .progress import progress_line, status_text
 from .result import KKT, SolveResult
+from .scaling import ScaledView, federated_scaling
 from .settings import (AUTO_NEWTON_MAX_DIM, BASELINES, METHODS, NewtonSettings,
                        choose_inner, resume_settings, settings_for, to_saved, tolerances)
 from .solvers.admm import ADMM
 from .solvers.baselines import execute_baseline
 from .solvers.newton import Newton
-from .scaling import ScaledView, federated_scaling
 from .solvers.proxal import OuterState, proximal_al
 
 #: ``METHODS``, ``BASELINES``, ``settings_for``, ``choose_inner`` and
@@ -96,13 +96,13 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
                                    control=control)
 
     return solve_over(in_process, problem, method, tol, w0=w0, seed=seed, verbose=verbose,
-                      progress=progress, callback=callback, max_time=max_time, resume=resume, start=start,
-                      **options)
+                      progress=progress, callback=callback, max_time=max_time,
+                      resume=resume, start=start, **options)
 
 
 def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, seed=0,
-               verbose=False, progress=None, callback=None, max_time=None, resume=None, start=None,
-               **options):
+               verbose=False, progress=None, callback=None, max_time=None, resume=None,
+               start=None, **options):
     """:func:`solve` over the federation that ``federation(method, snapshots, control)``
     builds (``snapshots``: the parties' states of a resumed solve, else None;
     ``control``: the solve's :class:`~constrfl.control.SolveControl`); ``start`` is when
@@ -114,8 +114,9 @@ def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, se
     else:
         settings, eps = settings_for(method, options, problem), tolerances(tol)
     callback = checked_callback(callback)
-    control = SolveControl(None if max_time is None else start + positive(max_time, "max_time"))
-    fed = federation(method, resume.state["parties"] if resume is not None else None, control)
+    control = SolveControl(None if max_time is None
+                           else start + positive(max_time, "max_time"))
+    fed = federation(method, None if resume is None else resume.state["parties"], control)
     run = execute_baseline if method in BASELINES else execute
     return run(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
                verbose=verbose, progress=False if verbose else progress,

@@ -14,8 +14,8 @@ import numpy as np
 from . import status as st
 from .errors import SolveStop
 
-__all__ = ["SolveControl", "interruptible", "checked_callback", "checkpoint", "restore", "positive",
-           "count", "real"]
+__all__ = ["SolveControl", "interruptible", "checked_callback", "checkpoint", "restore",
+           "positive", "count", "real"]
 
 
 @dataclasses.dataclass
