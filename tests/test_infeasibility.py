@@ -115,6 +115,17 @@ def test_infeasible_problems_are_certified(case, method):
         assert res.kkt.feasibility > 0.1
 
 
+@pytest.mark.parametrize("case", sorted(INFEASIBLE))
+def test_a_scaled_solve_checks_over_the_scaled_dom_p(case):
+    """With scaling=True the solvers' P is the scaled Piecewise; the check minimizes V
+    over its box as over the user's (it took dom P = Rⁿ there, and a box that excludes
+    the feasible set ran to max_iterations)."""
+    res = cf.solve(INFEASIBLE[case](), scaling=True)
+    assert res.state["solver"].scale_columns is not None        # it was scaled
+    assert res.status == "infeasible", res.message
+    assert res.outer_iterations <= 60
+
+
 def test_small_beta_is_raised_not_reported():
     """A feasible problem whose violation stalls at a tiny β: the check finds a
     feasible point, raises β tenfold and says so in the history."""

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import PartyError
 from ..federation.messages import MessageType as M
-from ..prox import Box, Boxed, L1Ball, L2Ball, Zero
+from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton
 
 __all__ = ["stalled", "violation_check", "certified_bound", "cutting_plane_bound",
@@ -78,19 +78,23 @@ def _repeats(history):
     return j
 
 
-def domain(P):
-    """The indicator part of P: P itself for a set, its box for a boxed function,
-    nothing for a finite function."""
-    if isinstance(P, Boxed):
-        return P.box
-    return P if isinstance(P, (Box, L1Ball, L2Ball)) else Zero()
+def domain(P, dim):
+    """The indicator part of P: a ball itself; for a separable P the box of its
+    :meth:`~constrfl.prox.Regularizer.pieces` (a Box, a Boxed sum, the Piecewise P of
+    a scaled solve), nothing when that box is all of Rⁿ; nothing for any other P."""
+    if isinstance(P, (L1Ball, L2Ball)):
+        return P
+    pieces = P.pieces(dim)
+    if pieces is None or not np.isfinite(pieces[2:]).any():
+        return Zero()
+    return Box(*pieces[2:])
 
 
 def violation_check(problem, fed, s, eps2, cg=False):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
     the problem is certified infeasible, else raise ``s.beta`` tenfold and return None.
     ``cg``: by Newton-CG (no Hessians travel) where dom P is everything."""
-    dom = domain(problem.regularizer)
+    dom = domain(problem.regularizer, s.w.size)
     newton = Newton(dom, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
                     cg=cg and isinstance(dom, Zero))
     replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, "order": newton.order},
