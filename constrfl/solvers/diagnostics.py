@@ -170,19 +170,11 @@ def tangent_bound(dom, V, g, x):
         return V - dom.radius * float(np.linalg.norm(g)) - float(g @ x)
     if isinstance(dom, L1Ball):
         return V - dom.radius * float(np.max(np.abs(g))) - float(g @ x)
-    lo, hi = _bounds(dom, x.size)
+    _, _, lo, hi = dom.pieces(x.size)
     end = np.where(g > 0, lo, np.where(g < 0, hi, x))
     if not np.all(np.isfinite(end)):
         return -np.inf
     return V + float(g @ (end - x))
-
-
-def _bounds(dom, n):
-    """The box of ``dom`` (Zero: all of Rⁿ) as two length-n arrays."""
-    if isinstance(dom, Box):
-        return (np.broadcast_to(dom.lower, (n,)).astype(float),
-                np.broadcast_to(dom.upper, (n,)).astype(float))
-    return np.full(n, -np.inf), np.full(n, np.inf)
 
 
 def probe_bound(fed, dom, x, V, g, H):
@@ -198,7 +190,7 @@ def probe_bound(fed, dom, x, V, g, H):
     the bound is not positive.  No bound (−inf) when H_SS is
     (nearly) singular, a probe's gradient depends on a coordinate outside S, or a
     party's function fails at a probe."""
-    lo, hi = _bounds(dom, x.size)
+    _, _, lo, hi = dom.pieces(x.size)
     held = ((g < 0) & (x >= hi)) | ((g > 0) & (x <= lo))
     pi = np.where(held, -g, 0.0)
     b = np.where(g < 0, hi, lo)
