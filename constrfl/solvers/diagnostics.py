@@ -61,10 +61,12 @@ def stalled(history, last_check, eps2):
     checks in a row that left β as it is now (each would find the same best point:
     the checks thin out instead of repeating every ``WINDOW`` iterations)."""
     k = len(history)
-    if k < WINDOW or k - last_check < WINDOW * 2 ** min(_repeats(history), 20):
+    if k < WINDOW or k - last_check < WINDOW:
         return False
     v = [r["feasibility"] for r in history[-WINDOW:]]
-    return min(v) > max(10 * eps2, 1e-9) and v[-1] > 0.5 * v[0]
+    if not (min(v) > max(10 * eps2, 1e-9) and v[-1] > 0.5 * v[0]):
+        return False
+    return k - last_check >= WINDOW * 2 ** min(_repeats(history), 20)
 
 
 def _repeats(history):
