@@ -94,8 +94,9 @@ def domain(P, dim):
 
 def violation_check(problem, fed, s, eps2, cg=False):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
-    the problem is certified infeasible, else raise ``s.beta`` tenfold and return None.
-    ``cg``: by Newton-CG (no Hessians travel) where dom P is everything."""
+    the problem is proven infeasible, else record the evidence in the history, take the
+    penalty step (:func:`_penalty_step`) and return None.  ``cg``: by Newton-CG (no
+    Hessians travel) where dom P is everything."""
     dom = domain(problem.regularizer, s.w.size)
     newton = Newton(dom, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
                     cg=cg and isinstance(dom, Zero))
@@ -330,8 +331,8 @@ def running_off(history):
     """Hints for a solve that ran out of iterations: ‖w‖∞ kept growing through the
     second half (every iteration, by 10% or more in all) — the problem may have no
     minimizer; and, when the last iterate still violates a constraint, the evidence of
-    the last infeasibility check (:func:`last_check`)."""
-    return _growing(history) + last_check(history)
+    the last infeasibility check (:func:`_last_check_note`)."""
+    return _growing(history) + _last_check_note(history)
 
 
 def _growing(history):
@@ -346,7 +347,7 @@ def _growing(history):
     return ""
 
 
-def last_check(history):
+def _last_check_note(history):
     """``"; the last infeasibility check (outer iteration k): …"`` when the last iterate
     violates a constraint and a check ran, else ``""``."""
     if not history or not history[-1]["feasibility"] > 0:
