@@ -104,6 +104,7 @@ from ..control import checkpoint, interruptible, restore
 from ..errors import PartyError, SolveStop
 from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
+from ..kkt import combine_shares
 from ..progress import progress_line, status_text
 from ..result import KKT, Multipliers, SolveResult
 from ..settings import ADAPTIVE, to_saved
@@ -483,13 +484,10 @@ def _observe(problem, fed, w, weight):
     replies = fed.broadcast(M.KKT_REPORT, {"w": w, "penalty_weight": weight},
                             include_server=True, counted=False)
     owners = sorted(replies, key=lambda n: n != "server")     # cf.kkt's order
-    g = sum(replies[o]["lagrangian_grad"] for o in owners)
+    kkt, objective = combine_shares([replies[o] for o in owners], problem.regularizer, w)
     mults = problem.zero_multipliers()
     mults.update({o: Multipliers(replies[o]["mu"], replies[o]["nu"]) for o in owners})
-    return dict(objective=sum(replies[o]["objective"] for o in owners)
-                + problem.regularizer.value(w),
-                stationarity=float(problem.regularizer.dist(w, g)),
-                **{key: max(replies[o][key] for o in owners) for key in KKT.RECORDED[1:]},
+    return dict(objective=objective, **{key: getattr(kkt, key) for key in KKT.RECORDED},
                 multipliers=mults)
 
 
