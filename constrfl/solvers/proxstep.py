@@ -32,6 +32,7 @@ from .local import newton_direction, positive_model
 
 __all__ = ["prox_newton_point", "separable_qp"]
 
+
 def prox_newton_point(x, g, H, P, tol):
     """The point z of (PN), with ``P.dist(z, g + H(z − x)) ≤ tol`` (or, for a separable
     P, the exact point up to rounding)."""
@@ -41,11 +42,11 @@ def prox_newton_point(x, g, H, P, tol):
     return separable_qp(H, g - H @ x, *pieces, x, tol)
 
 
-def separable_qp(H, c, q, lam, lo, hi, z0, tol, max_iter=None):
+def separable_qp(H, c, q, lam, lo, hi, z0, tol):
     """Solve (PQ) from ``z0`` (clipped into the box) by projected Newton steps; an
     indefinite ``H + diag(q)`` is replaced by its positive model.  Stops at a residual
-    ``dist∞(0, ∂Φ(z)) ≤ tol``, or when the arc search finds no decrease of Φ (the
-    solution up to rounding)."""
+    ``dist∞(0, ∂Φ(z)) ≤ tol``, when the arc search finds no decrease of Φ (the
+    solution up to rounding), or after 50 + n steps."""
     Q = H + np.diag(q)
     try:
         np.linalg.cholesky(Q)
@@ -55,7 +56,7 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol, max_iter=None):
     z = np.clip(z0, lo, hi)
     g = Q @ z + c
     zero_kink = (lam > 0) & (lo < 0) & (hi > 0)
-    for _ in range(50 + z.size if max_iter is None else max_iter):
+    for _ in range(50 + z.size):
         pg, right = _descent_slopes(z, g, lam, lo, hi)
         r = float(np.max(np.abs(pg), initial=0.0))
         if r <= tol:
