@@ -66,7 +66,8 @@ def column_stats(party, w):
     not scaled row by row (:func:`_row_by_row`)."""
     d = w.size
     H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
-    H = np.zeros((d, d)) if H is None or np.ndim(H) == 0 else np.abs(H)
+    hessian_columns = (np.zeros(d) if H is None or np.ndim(H) == 0     # none measured
+                       else np.max(np.abs(H), axis=0, initial=0.0))
     J = np.abs(np.vstack([party.c_value_jac(w)[1], party.h_jac(w)]))
     rows = _inverse_sqrt(np.max(J, axis=1, initial=0.0))
     start = 0
@@ -74,7 +75,7 @@ def column_stats(party, w):
         if not _row_by_row(f):                  # one factor for the slot: its least
             rows[start:start + m] = np.min(rows[start:start + m])
         start += m
-    reply = {"hessian_columns": np.max(H, axis=0, initial=0.0),
+    reply = {"hessian_columns": hessian_columns,
              "jacobian_columns": np.max(J, axis=0, initial=0.0),
              "objective_grad": np.asarray(party.f_value_grad(np.zeros(d))[1], dtype=np.float64)}
     return reply, rows[:party.n_ineq], rows[party.n_ineq:]
