@@ -138,21 +138,20 @@ def _panel(ax, xs, ys, labels, styles):
     Returns True if a value below FLOOR was drawn at FLOOR."""
     diverged = _diverged(ys)
     clip = any(diverged) and not all(diverged)
-    clipped = False
+    lines = []
     for i, (x, y, label, style) in enumerate(zip(xs, ys, labels, styles)):
         if clip and diverged[i]:
             label += f" (diverged: max {np.nanmax(y):.1e}, off the axis)"
-        line, = ax.semilogy(x, np.maximum(y, FLOOR), label=label,
-                            **{**_look(i, len(ys), len(x)), **(style or {})})
-        clipped |= bool(np.any(y < FLOOR))
+        lines += ax.semilogy(x, np.maximum(y, FLOOR), label=label,
+                             **{**_look(i, len(ys), len(x)), **(style or {})})
     if clip:
         top = 10 * max(np.nanmax(np.maximum(y, FLOOR)) for y, d in zip(ys, diverged)
                        if not d)
         ax.set_ylim(top=top)
-        for line, x, y, d in zip(ax.get_lines(), xs, ys, diverged):
+        for line, x, y, d in zip(lines, xs, ys, diverged):
             if d:
                 _mark_exit(ax, line, x, y, top)
-    return clipped
+    return any(bool(np.any(y < FLOOR)) for y in ys)
 
 
 def _mark_exit(ax, line, x, y, top):

@@ -199,3 +199,18 @@ def test_without_reference_the_gap_is_to_the_most_accurate_run():
     assert np.isnan(gaps["fedproxal"][-1])                  # F* itself: 0, not drawn
     assert "final objective of fedproxal" in ax.get_xlabel()
     assert "no reference given" in ax.get_xlabel()
+
+
+def test_a_diverged_runs_exit_mark_has_its_colour_on_axes_already_drawn_on():
+    """The ▲ takes the colour of the diverged run's own line, not of the line at its
+    index among the axes' lines (a panel may hold lines drawn before)."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.semilogy([1, 2], [1, 1], color="black")                       # drawn before
+    sane = run(decay(1, 1e-7), decay(1, 1e-8), decay(2, 1))
+    blown = run(decay(1, 1e42), decay(1, 1e40), decay(2, 1e40))
+    compare([sane, blown], ["sane", "blown"], quantities="stationarity", axes=[ax],
+            styles=[{"color": "tab:blue"}, {"color": "tab:red"}])
+    exits = [line for line in ax.get_lines() if line.get_marker() == "^"]
+    assert [line.get_color() for line in exits] == ["tab:red"]
+    plt.close(fig)
