@@ -405,9 +405,8 @@ class Piecewise(Regularizer):
     separable = True
 
     def __init__(self, q, lam, lo, hi):
-        self.q, self.lam, self.lo, self.hi = (np.array(a, dtype=np.float64)
-                                              for a in (q, lam, lo, hi))
-        self.box = Box(self.lo, self.hi)
+        self.q, self.lam = (np.array(a, dtype=np.float64) for a in (q, lam))
+        self.box = Box(lo, hi)
 
     def check_dim(self, dim):
         if self.q.shape != (dim,):
@@ -417,7 +416,8 @@ class Piecewise(Regularizer):
         return float(0.5 * self.q @ (w * w) + self.lam @ np.abs(w)) + self.box.value(w)
 
     def prox(self, v, t):
-        return np.clip(_soft(v, t * self.lam) / (1.0 + t * self.q), self.lo, self.hi)
+        return np.clip(_soft(v, t * self.lam) / (1.0 + t * self.q), self.box.lower,
+                       self.box.upper)
 
     def subgradients(self, w, atol=0.0):
         lo_1, hi_1 = _l1_interval(w, self.lam, atol)
@@ -425,7 +425,7 @@ class Piecewise(Regularizer):
         return self.q * w + lo_1 + lo_b, self.q * w + hi_1 + hi_b
 
     def pieces(self, dim):
-        return _pieces(dim, self.q, self.lam, self.lo, self.hi)
+        return _pieces(dim, self.q, self.lam, self.box.lower, self.box.upper)
 
     def cvxpy(self, w):
         import cvxpy as cp
