@@ -90,8 +90,10 @@ class Certificate:
         return self.ok
 
     def __repr__(self):
-        failed = f", failed={self.failures}" if self.failures else ""
-        return (f"Certificate(ok={self.ok}{failed}, objective_gap={self.objective_gap:.2e}, "
+        failures = self.failures
+        failed = f", failed={failures}" if failures else ""
+        return (f"Certificate(ok={not failures}{failed}, "
+                f"objective_gap={self.objective_gap:.2e}, "
                 f"gap_limit={self.gap_limit:.2e}, stationarity={self.kkt.stationarity:.2e}, "
                 f"definition1={self.kkt.definition1:.2e}, reference={self.reference_status!r})")
 
@@ -110,8 +112,9 @@ class Certificate:
         if self.reference_projection:
             lines.append(f"cvxpy's point projected onto dom P (moved "
                          f"{self.reference_projection:.2e})")
-        lines.append(f"ok: {self.ok}" + (f", failed: {'; '.join(self.failures)}"
-                                         if self.failures else "")
+        failures = self.failures
+        lines.append(f"ok: {not failures}" + (f", failed: {'; '.join(failures)}"
+                                              if failures else "")
                      + f" (kkt_tol {self.kkt_tol:.1e})")
         return "\n".join(lines)
 
