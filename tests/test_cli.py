@@ -80,7 +80,6 @@ def test_python_m_constrfl_demo_checks_its_options(capsys):
     assert "argument --clients" in capsys.readouterr().err
 
 
-
 @pytest.mark.parametrize("argv, unknown, usage", [
     (["demo", "--bogus"], "--bogus", "usage: constrfl demo"),   # the demo's options
     (["demo", "extra"], "extra", "usage: constrfl demo"),

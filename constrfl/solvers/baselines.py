@@ -136,8 +136,7 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     :func:`constrfl.solve`; ``seed`` seeds the server's client sampling (with the round)
     and the clients' minibatches (with the client's name and the round); ``start`` is when
     the solve began (``fed.control`` holds its deadline).  ``outer_iterations`` counts the
-    rounds run,
-    ``inner_iterations`` the local steps of all sampled clients together."""
+    rounds run, ``inner_iterations`` the local steps of all sampled clients together."""
     cfg = _configure(problem, method, settings)
     start = time.perf_counter() if start is None else start
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
