@@ -9,10 +9,13 @@ output options also bench.py and compare_baselines.py).
   ``--methods``.
 * :func:`run_case`: one solve, never raising: a solver error becomes a record.
 * :func:`run_cases` (via :func:`run_all`): run cases serially or in ``--jobs`` worker processes.
+* :func:`interruptible`, :func:`one_thread_per_worker`: what every scheduler of solves
+  does (also qp_benchmark.py's, one process per solve).
 * :func:`header`, :func:`md_table`, :func:`fmt`, :func:`mean_std`: the markdown.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -218,39 +221,54 @@ def _init_worker():
         sys.path.insert(0, str(ROOT))
 
 
-def run_all(fn, cases, jobs=1, describe=str):
-    """``[fn(case) for case in cases]``, in ``jobs`` spawned processes when jobs > 1,
-    printing one progress line per finished case. Results come back in case order.
-    On Ctrl-C or SIGTERM the finished cases are kept (unfinished ones are ``None``), so
-    the caller can still write what was measured; see :func:`finished`."""
+@contextlib.contextmanager
+def interruptible(out, noun="cases"):
+    """Run the body with SIGTERM raising KeyboardInterrupt; on either, say how many of
+    ``out`` finished (the others are ``None``) and carry on, so that the caller can still
+    write what was measured; see :func:`finished`."""
     import signal
 
     def _term(signum, frame):
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGTERM, _term)
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"interrupted: {sum(o is not None for o in out)} of {len(out)} {noun} "
+              "finished; writing those", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def one_thread_per_worker():
+    """One BLAS (and numba) thread in every process spawned from now on: they inherit
+    the environment, which this process read when it started."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+def run_all(fn, cases, jobs=1, describe=str):
+    """``[fn(case) for case in cases]``, in ``jobs`` spawned processes when jobs > 1,
+    printing one progress line per finished case. Results come back in case order.
+    On Ctrl-C or SIGTERM the finished cases are kept (unfinished ones are ``None``), so
+    the caller can still write what was measured; see :func:`finished`."""
     t0 = time.perf_counter()
     out = [None] * len(cases)
-    try:
+    with interruptible(out, "cases"):
         if jobs <= 1:
             for i, c in enumerate(cases):
                 out[i] = fn(c)
                 _progress(i, len(cases), t0, describe(c), out[i])
         else:
             _run_pool(fn, cases, jobs, describe, out, t0)
-    except KeyboardInterrupt:
-        print(f"interrupted: {sum(o is not None for o in out)} of {len(cases)} cases "
-              "finished; writing those", flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, old)
     return out
 
 
 def _run_pool(fn, cases, jobs, describe, out, t0):
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
-        os.environ[var] = "1"           # inherited by the spawned workers only
+    one_thread_per_worker()
     pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"),
                                initializer=_init_worker)
     try:

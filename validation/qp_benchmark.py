@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import os
-import signal
 import sys
 import time
 import traceback
@@ -209,9 +207,6 @@ def run_tasks(tasks, jobs, hard_limit):
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
-    def _term(signum, frame):
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGTERM, _term)
     ctx, queue, running = mp.get_context("spawn"), list(enumerate(tasks)), {}
     out, t0 = [None] * len(tasks), time.perf_counter()
 
@@ -221,7 +216,7 @@ def run_tasks(tasks, jobs, hard_limit):
         print(f"[{sum(o is not None for o in out)}/{len(tasks)} "
               f"{time.perf_counter() - t0:7.1f}s] {record['problem']} {label(record)}: "
               f"{record['status']} {C.fmt(record['time'], '.2f')} s", flush=True)
-    try:
+    with C.interruptible(out, "solves"):
         while queue or running:
             while queue and len(running) < jobs:
                 i, task = queue.pop(0)
@@ -238,14 +233,9 @@ def run_tasks(tasks, jobs, hard_limit):
                     recv.close()
                     finish(recv, _failure(tasks[i], "killed", "no answer within the hard "
                                           f"limit of {hard_limit:g} s", hard_limit))
-    except KeyboardInterrupt:
-        for _, proc, _ in running.values():
-            proc.kill()
-            proc.join()
-        print(f"interrupted: {sum(o is not None for o in out)} of {len(tasks)} solves "
-              "finished; writing those", flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    for _, proc, _ in running.values():       # left running only when interrupted
+        proc.kill()
+        proc.join()
     return out
 
 
@@ -439,9 +429,7 @@ def main(argv=None):
     Ks = args.clients if "constrfl" in args.solvers else []
     tasks = [dict(problem=name, path=path, solver=s, K=K, T=T) for name, path, _, _ in chosen
              for s, K in [(p, None) for p in peers] + [("constrfl", K) for K in Ks]]
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
-        os.environ[var] = "1"           # inherited by the spawned solves
+    C.one_thread_per_worker()
     print(f"qp_benchmark: {len(chosen)} problems, {len(tasks)} solves, T = {T:g} s, "
           f"jobs {args.jobs}", flush=True)
     t0 = time.perf_counter()
