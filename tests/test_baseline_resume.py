@@ -46,10 +46,22 @@ def constrained(which=None, at=None):
     return p
 
 
-def first_call_in_round(r, which, **opts):
-    """The number of client 1's first call of ``which`` in round r, counted in an
-    uninterrupted run (how many calls a message makes is the handlers' business)."""
-    p = constrained(which, at=0)                 # counts, never fails
+def with_server(which=None, at=None):
+    """:func:`constrained`'s clients and a server constraint ‖w‖² ≤ 1 whose ``which``
+    fails once (:class:`FailsOnce`, kept as ``p.fails``)."""
+    p = np_problem(3, 0.4, rows=300)
+    g = fn.SquaredNorm() - 1.0
+    fails = None if which is None else FailsOnce(g, which, at)
+    p = cf.Problem(p.clients, server=cf.Server(constraints=[g if fails is None else fails.fn]))
+    p.fails = fails
+    return p
+
+
+def first_call_in_round(r, which, build=constrained, **opts):
+    """The number of the first call in round r of ``which`` of the function that
+    ``build`` makes fail, counted in an uninterrupted run (how many calls a message
+    makes is the handlers' business)."""
+    p = build(which, at=0)                       # counts, never fails
     ends = [0]
     cf.solve(p, callback=lambda rec: ends.append(p.fails.calls), **opts)
     return ends[r - 1] + 1
@@ -103,17 +115,12 @@ def test_a_server_function_failing_in_a_round_does_not_repeat_its_exchange():
     """The server's own penalty gradient fails in round 2.  It is taken at the round's
     model before the clients' exchange (it was after it, and the resume ran the exchange
     again: a round and its bytes more than the uninterrupted run)."""
-    def problem(at=None):
-        p = np_problem(3, 0.4, rows=300)
-        g = fn.SquaredNorm() - 1.0
-        if at is not None:        # the server's gradient: round r's own share is call 2r − 1
-            g = FailsOnce(g, "grad", at).fn
-        return cf.Problem(p.clients, server=cf.Server(constraints=[g]))
     opts = dict(PENALTY, method="fedavg")
-    full = cf.solve(problem(), **opts)
-    p = problem(at=3)
+    full = cf.solve(with_server(), **opts)
+    p = with_server("grad", at=first_call_in_round(2, "grad", with_server, **opts))
     res = cf.solve(p, **opts)
     assert res.status == "client_error" and "the server" in res.message
+    assert res.outer_iterations == 1 and res.rounds == full.history[0]["rounds"]
     same(cf.solve(p, resume=res), full)
 
 
