@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.io import loadmat
 
 from .qp import QuadraticProgram
 
@@ -302,6 +301,7 @@ def load_maros_meszaros(path):
     read in place with ``scipy.io.loadmat``. Returns a
     :class:`~constrfl.problems.qp.QuadraticProgram` named after the file's stem; pass
     it on with ``federated_qp(qp.P, qp.q, qp.A, qp.l, qp.u, qp.r, name=qp.name)``."""
+    from scipy.io import loadmat                 # 50 ms to import, for this loader only
     f = Path(path)
     if not f.is_file():
         raise FileNotFoundError(f"expected a Maros-Meszaros .mat file, got {f}")
