@@ -316,10 +316,11 @@ def unbounded(history, eps2):
 
     first, last = drop(k // 2), drop(k - 1)
     fall = half[0]["objective"] - half[-1]["objective"]
-    if (all(r["feasibility"] <= eps2 for r in half) and first > 0 and last >= 0.9 * first
+    if (first > 0 and last >= 0.9 * first                      # the scan over half last
             and half[-1]["stationarity"] >= 0.9 * half[0]["stationarity"]
             and fall > 1e-6 * (1.0 + abs(half[0]["objective"]))
-            and half[-1]["w_norm"] > half[0]["w_norm"]):
+            and half[-1]["w_norm"] > half[0]["w_norm"]
+            and all(r["feasibility"] <= eps2 for r in half)):
         return (f"the objective falls by {last:.3g} per outer iteration (to "
                 f"{half[-1]['objective']:.6g}) along feasible iterates, as fast as "
                 f"{k - k // 2} iterations before, while the stationarity stays at "
