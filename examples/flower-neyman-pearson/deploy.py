@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -77,14 +78,28 @@ def wait_for_port(port, timeout=120.0):
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
 
 
-class Processes:
-    """The processes this script starts, each in its own process group, stopped by PID."""
+def workspace(workdir, prefix):
+    """``(work, env)``: the work directory (default: a new temporary one) with its
+    ``flwr-home`` and ``logs`` folders, and the environment of every command run there:
+    ``FLWR_HOME`` and ``CONSTRFL_STATE_DIR`` inside it, network side effects off."""
+    work = Path(workdir or tempfile.mkdtemp(prefix=prefix)).resolve()
+    for d in ("flwr-home", "logs"):
+        (work / d).mkdir(parents=True, exist_ok=True)
+    return work, dict(os.environ, FLWR_HOME=str(work / "flwr-home"),
+                      CONSTRFL_STATE_DIR=str(work / "state"), **QUIET)
 
-    def __init__(self, logs, env):
-        self.logs, self.env, self.started = Path(logs), env, []
+
+class Processes:
+    """The processes this script starts, each in its own process group, stopped by PID.
+    ``echo``: called with each command line (``$ ... > log 2>&1 &``) before it starts."""
+
+    def __init__(self, logs, env, echo=None):
+        self.logs, self.env, self.started, self.echo = Path(logs), env, [], echo
 
     def start(self, name, argv):
         log = open(self.logs / f"{name}.log", "w")
+        if self.echo:
+            self.echo(f"$ {shlex.join(argv)} > {log.name} 2>&1 &")
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                              start_new_session=True)
         self.started.append((name, p))
@@ -113,46 +128,26 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
         raise ValueError(f"mode must be 'subprocess', 'process' or 'simulation', got {mode!r}")
     if restart and mode == "simulation":
         raise ValueError("restart needs SuperNodes (not a simulation)")
-    work = Path(workdir or tempfile.mkdtemp(prefix="constrfl-np-deploy-"))
-    sites, home, logs = work / "sites", work / "flwr-home", work / "logs"
-    result, trace = work / "result", work / "trace.txt"
-    for d in (home, logs):
-        d.mkdir(parents=True, exist_ok=True)
+    work, env = workspace(workdir, "constrfl-np-deploy-")
+    sites, logs, result, trace = work / "sites", work / "logs", work / "result", work / "trace.txt"
     split_data.split(sites, n_sites, data)
-    env = dict(os.environ, FLWR_HOME=str(home), CONSTRFL_NP_TRACE=str(trace),
-               CONSTRFL_STATE_DIR=str(work / "state"), **QUIET)
+    env["CONSTRFL_NP_TRACE"] = str(trace)
     if task_poll is not None:
         env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
     procs = Processes(logs, env)
     say = print if verbose else (lambda *a, **k: None)
     try:
-        link = free_port()
-        procs.start("superlink", ["flower-superlink", "--insecure",
-                                  "--disable-runtime-dependency-installation",
-                                  "--host", "127.0.0.1", "--port", str(link)]
-                    + (["--simulation"] if mode == "simulation" else []))
-        wait_for_port(link)
+        link = start_superlink(procs, mode == "simulation")
         nodes = {} if mode == "simulation" else {
             name: start_site(procs, name, sites, work, link, mode)
             for name in site_names(n_sites)}
         say(f"SuperLink 127.0.0.1:{link}" + (" (simulation)" if mode == "simulation" else
                                              f" and {n_sites} SuperNodes ({mode} isolation)")
             + f" started: PIDs {[p.pid for _, p in procs.started]}")
-        (home / "config.toml").write_text(
-            '[superlink]\ndefault = "constrfl-local"\n\n[superlink.constrfl-local]\n'
-            f'address = "127.0.0.1:{link}"\ninsecure = true\n')
-        overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
-                     + run_config)
+        write_connection(env, "constrfl-local", link)
         t0 = time.time()
-        argv = ["flwr", "run", str(HERE), "constrfl-local", "--run-config", overrides,
-                "--format", "json"]
-        if mode == "simulation":
-            argv += ["--federation-config", f"num-supernodes={n_sites}"]
-        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-        try:
-            run_id = int(json.loads(run.stdout)["run-id"])
-        except (ValueError, KeyError, TypeError):
-            raise RuntimeError(f"flwr run failed: {run.stdout}\n{run.stderr}") from None
+        run_id = start_run(env, "constrfl-local", sites, result, n_sites, run_config,
+                           mode == "simulation")
         say(f"started run {run_id}")
         end, restarted, looked = time.monotonic() + timeout, None, time.monotonic()
         while not (result / "result.json").is_file():
@@ -162,8 +157,7 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
             if time.monotonic() - looked > 15.0:     # a run that failed writes no result
                 looked = time.monotonic()
                 status, details = run_status(run_id, "constrfl-local", env)
-                if (status or "").startswith("finished") and not (
-                        result / "result.json").is_file():
+                if finished(status) and not (result / "result.json").is_file():
                     raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
             if restart and restarted is None and sum(
                     1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
@@ -182,6 +176,55 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
     return {"workdir": str(work), "result": str(result), "seconds": seconds,
             "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
             "restarted": restarted}
+
+
+def start_superlink(procs, simulation=False):
+    """``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
+    free port of 127.0.0.1 (``--simulation``: Flower's simulation engine, no
+    SuperNodes); returns the port once it listens."""
+    port = free_port()
+    procs.start("superlink", ["flower-superlink", "--insecure",
+                              "--disable-runtime-dependency-installation",
+                              "--host", "127.0.0.1", "--port", str(port)]
+                + (["--simulation"] if simulation else []))
+    wait_for_port(port)
+    return port
+
+
+def write_connection(env, name, port):
+    """``$FLWR_HOME/config.toml`` with one connection, ``name``, the default: the
+    SuperLink on 127.0.0.1:``port``."""
+    path = Path(env["FLWR_HOME"]) / "config.toml"
+    path.write_text(f'[superlink]\ndefault = "{name}"\n\n[superlink.{name}]\n'
+                    f'address = "127.0.0.1:{port}"\ninsecure = true\n')
+    return path
+
+
+def start_run(env, connection, sites, result, n_sites, run_config="", simulation=False,
+              echo=None):
+    """``flwr run . <connection> --run-config '<sites-dir, output-dir, num-sites>
+    <run_config>' --format json`` (a simulation: with ``--federation-config
+    num-supernodes=<n_sites>``); returns the run id.  ``echo``: called with the command
+    line first.  Raises RuntimeError with what flwr printed when no run started."""
+    overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
+                 + run_config).strip()
+    argv = ["flwr", "run", ".", connection, "--run-config", overrides, "--format", "json"]
+    if simulation:
+        argv += ["--federation-config", f"num-supernodes={n_sites}"]
+    if echo:
+        echo(f"$ {shlex.join(argv)}")
+    out = subprocess.run(argv, env=env, cwd=HERE, capture_output=True, text=True,
+                         timeout=600)
+    try:
+        return int(json.loads(out.stdout)["run-id"])
+    except (ValueError, KeyError, TypeError):
+        raise RuntimeError(f"flwr run failed (exit code {out.returncode}):\n{out.stdout}"
+                           f"{out.stderr}") from None
+
+
+def finished(status):
+    """Whether a status of :func:`run_status` is final (``finished:...``)."""
+    return (status or "").startswith("finished")
 
 
 def run_status(run_id, connection, env):

@@ -35,20 +35,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from deploy import (QUIET, Processes, free_port, run_status, show, start_site,  # noqa: E402
-                    wait_for_port)
+from deploy import (Processes, finished, run_status, show, start_run,  # noqa: E402
+                    start_site, start_superlink, workspace, write_connection)
 from npapp.task import site_names  # noqa: E402
 
 ENGINES = ("simulation", "deployment")
@@ -60,7 +58,7 @@ def say(*args):
 
 def command(argv, env, **kwargs):
     """Run a command (printed first, as a user would type it) and return its result."""
-    say("$ " + " ".join(shlex.quote(a) for a in argv))
+    say(f"$ {shlex.join(argv)}")
     return subprocess.run(argv, env=env, cwd=HERE, text=True, **kwargs)
 
 
@@ -100,49 +98,26 @@ def run(engine, n_sites=5, run_config="", workdir=None, timeout=3600.0, data=Non
     """Start, run, wait, report, stop; returns the exit code (see the module docstring)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    work = Path(workdir or tempfile.mkdtemp(prefix="constrfl-np-run-")).resolve()
-    sites, home, logs, result = (work / "sites", work / "flwr-home", work / "logs",
-                                 work / "result")
-    for d in (home, logs):
-        d.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, FLWR_HOME=str(home), CONSTRFL_STATE_DIR=str(work / "state"),
-               **QUIET)
+    work, env = workspace(workdir, "constrfl-np-run-")
+    sites, logs, result = work / "sites", work / "logs", work / "result"
     split = command([sys.executable, "split_data.py", "--sites", str(n_sites), "--out",
                      str(sites)] + (["--data", str(data)] if data else []), env)
     if split.returncode:
         return 1
-    procs, connection = Processes(logs, env), f"np-{engine}"
+    procs, connection = Processes(logs, env, echo=say), f"np-{engine}"
     try:
-        link = free_port()
-        argv = ["flower-superlink", "--insecure", "--disable-runtime-dependency-installation",
-                "--host", "127.0.0.1", "--port", str(link)]
-        if engine == "simulation":
-            argv.append("--simulation")
-        say("$ " + " ".join(argv) + f" > {logs / 'superlink.log'} 2>&1 &")
-        procs.start("superlink", argv)
-        wait_for_port(link)
+        link = start_superlink(procs, engine == "simulation")
         if engine == "deployment":
             for name in site_names(n_sites):
                 start_site(procs, name, sites, work, link, "subprocess")
-            say(f"$ flower-supernode --insecure --superlink 127.0.0.1:{link} --port <free> "
-                f"--node-config 'site=\"site-<i>\" data=\"{sites}/site-<i>.csv\" "
-                f"state-dir=\"{work / 'state'}\"' &   # i = 0..{n_sites - 1}; logs in {logs}")
-        say(f"started PIDs {[p.pid for _, p in procs.started]}")
-        (home / "config.toml").write_text(
-            f'[superlink]\ndefault = "{connection}"\n\n[superlink.{connection}]\n'
-            f'address = "127.0.0.1:{link}"\ninsecure = true\n')
-        say(f"(connection {connection} = 127.0.0.1:{link} in {home / 'config.toml'})")
-        overrides = (f'sites-dir="{sites}" output-dir="{result}" num-sites={n_sites} '
-                     + run_config).strip()
-        argv = ["flwr", "run", ".", connection, "--run-config", overrides]
-        if engine == "simulation":
-            argv += ["--federation-config", f"num-supernodes={n_sites}"]
-        started = command(argv + ["--format", "json"], env, capture_output=True)
+        say(f"started PIDs {[p.pid for _, p in procs.started]} (logs in {logs})")
+        config = write_connection(env, connection, link)
+        say(f"(connection {connection} = 127.0.0.1:{link} in {config})")
         try:
-            run_id = int(json.loads(started.stdout)["run-id"])
-        except (ValueError, KeyError, TypeError):
-            say(f"flwr run failed (exit code {started.returncode}):\n{started.stdout}"
-                f"{started.stderr}")
+            run_id = start_run(env, connection, sites, result, n_sites, run_config,
+                               engine == "simulation", echo=say)
+        except RuntimeError as err:
+            say(err)
             return 1
         say(f"run {run_id} started")
         end = time.monotonic() + timeout
@@ -156,7 +131,7 @@ def run(engine, n_sites=5, run_config="", workdir=None, timeout=3600.0, data=Non
             if ended or time.monotonic() - looked > (30.0 if streaming else 5.0):
                 looked = time.monotonic()
                 status, details = run_status(run_id, connection, env)
-                if status and status.startswith("finished"):
+                if finished(status):
                     break
             time.sleep(0.5)
         try:
@@ -165,7 +140,7 @@ def run(engine, n_sites=5, run_config="", workdir=None, timeout=3600.0, data=Non
             stream.terminate()
             stream.wait()
         say(f"$ flwr ls --run-id {run_id} {connection} --format json")
-        if not (status and status.startswith("finished")):
+        if not finished(status):
             say(f"run {run_id}: not finished after {timeout:g} s (status {status}); "
                 f"stopping it: flwr stop {run_id} {connection}")
             subprocess.run(["flwr", "stop", str(run_id), connection], env=env, cwd=HERE,
