@@ -44,37 +44,45 @@ EXAMPLE = ROOT / "examples" / "flower-neyman-pearson"
 DOC = ROOT / "docs" / "flower.md"
 CONFIG = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
 HAS_RAY = importlib.util.find_spec("ray") is not None
-QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
-         "RAY_USAGE_STATS_ENABLED": "0"}
 
 
-@pytest.fixture(scope="module")
-def example():
+def from_example(*names):
+    """The example's modules (its folder is on ``sys.path`` only while importing)."""
     sys.path.insert(0, str(EXAMPLE))
     try:
-        import split_data
-        from npapp import client_app, server_app, task
-        yield split_data, client_app, server_app, task
+        return [importlib.import_module(name) for name in names]
     finally:
         sys.path.remove(str(EXAMPLE))
 
 
-def solve_in_memory(server_app, client_app, nodes, run_config):
-    grid = LocalGrid([(cfg, lambda: client_app.app) for cfg in nodes], run_config=run_config)
+deploy, task = from_example("deploy", "npapp.task")   # free ports, QUIET; the problem
+
+
+@pytest.fixture(scope="module")
+def example():
+    return from_example("split_data", "npapp.client_app", "npapp.server_app", "npapp.task")
+
+
+def solve_in_memory(example, tmp_path, n_sites, **config):
+    """The data split for ``n_sites`` into ``tmp_path/sites``, then the example's
+    ServerApp and one ClientApp per site (node config ``site``, ``data``, ``state-dir``)
+    on the in-memory Grid, with the app's run config updated by ``config``."""
+    split_data, client_app, server_app, _ = example
+    split_data.split(tmp_path / "sites", n_sites)
+    run_config = dict(CONFIG, **{"num-sites": n_sites, "sites-dir": str(tmp_path / "sites"),
+                                 "output-dir": str(tmp_path / "result"),
+                                 "poll-interval": 0.001}, **config)
+    nodes = [({"site": s, "data": str(tmp_path / "sites" / f"{s}.csv"),
+               "state-dir": str(tmp_path / "state")}, lambda: client_app.app)
+             for s in task.site_names(n_sites)]
+    grid = LocalGrid(nodes, run_config=run_config)
     with task_identity():
         server_app.app(grid, Context(run_id=1, node_id=0, node_config={},
                                      state=RecordDict(), run_config=run_config))
 
 
 def test_example_apps_solve_the_split_data_like_cf_solve(example, tmp_path):
-    split_data, client_app, server_app, task = example
-    split_data.split(tmp_path / "sites", 5)
-    run_config = dict(CONFIG, tol=1e-4, **{"sites-dir": str(tmp_path / "sites"),
-                                           "output-dir": str(tmp_path / "result"),
-                                           "poll-interval": 0.001})
-    nodes = [{"site": s, "data": str(tmp_path / "sites" / f"{s}.csv"),
-              "state-dir": str(tmp_path / "state")} for s in task.site_names(5)]
-    solve_in_memory(server_app, client_app, nodes, run_config)
+    solve_in_memory(example, tmp_path, 5, tol=1e-4)
     got = load_result(tmp_path / "result")
     assert (tmp_path / "result" / "timing.json").is_file()
     assert json.loads((tmp_path / "result" / "run_config.json").read_text())["tol"] == 1e-4
@@ -87,16 +95,8 @@ def test_example_apps_solve_the_split_data_like_cf_solve(example, tmp_path):
 
 def test_a_solve_that_is_not_optimal_fails_the_run_after_saving(example, tmp_path):
     """Flower reports a run finished:failed only when the ServerApp raises."""
-    split_data, client_app, server_app, task = example
-    split_data.split(tmp_path / "sites", 3)
-    run_config = dict(CONFIG, tol=1e-8, **{"max-outer": 1, "num-sites": 3,
-                                           "sites-dir": str(tmp_path / "sites"),
-                                           "output-dir": str(tmp_path / "result"),
-                                           "poll-interval": 0.001})
-    nodes = [{"site": s, "data": str(tmp_path / "sites" / f"{s}.csv"),
-              "state-dir": str(tmp_path / "state")} for s in task.site_names(3)]
     with pytest.raises(RuntimeError, match="constrfl fedproxal ended max_iterations"):
-        solve_in_memory(server_app, client_app, nodes, run_config)
+        solve_in_memory(example, tmp_path, 3, tol=1e-8, **{"max-outer": 1})
     got = load_result(tmp_path / "result")                     # saved before raising
     expected = cf.solve(task.problem(tmp_path / "sites", 3, 0.2), inner="newton", tol=1e-8,
                         max_outer=1)
@@ -110,7 +110,7 @@ def test_a_simulation_with_another_number_of_supernodes_fails_at_once(example, t
     of Flower's simulation is an InMemoryGrid whose nodes are all registered at the
     start; here one that reports two nodes."""
     from flwr.superlink.grid import InMemoryGrid
-    split_data, client_app, server_app, task = example
+    split_data, _, server_app, _ = example
     split_data.split(tmp_path / "sites", 5)
     run_config = dict(CONFIG, **{"sites-dir": str(tmp_path / "sites"),
                                  "output-dir": str(tmp_path / "result")})
@@ -138,7 +138,7 @@ def test_flowers_dependency_installer_succeeds_offline(tmp_path):
     With constrfl[flower] listed, it failed ("no versions of constrfl[flower]")."""
     app = tmp_path / "app"
     shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns("__pycache__"))
-    env = dict(os.environ, FLWR_HOME=str(tmp_path / "home"), UV_OFFLINE="1", **QUIET)
+    env = dict(os.environ, FLWR_HOME=str(tmp_path / "home"), UV_OFFLINE="1", **deploy.QUIET)
     code = ("import sys; from flwr.supercore.superexec.dependency_installer import "
             "install_app_dependencies as install; print(install(sys.argv[1], run_id=7))")
     out = subprocess.run([sys.executable, "-c", code, str(app)], env=env, text=True,
@@ -150,12 +150,6 @@ def test_flowers_dependency_installer_succeeds_offline(tmp_path):
 
 
 # -- slow: the commands themselves ------------------------------------------------------
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def doc_block(name):
@@ -220,11 +214,6 @@ def expected_answer(sites, config=CONFIG):
     """cf.solve on the CSVs with the app's defaults, stated here (not read from the app)."""
     assert (config["method"], config["inner"], config["tol"], config["max-outer"]) == \
         ("fedproxal", "newton", 1e-6, 200)
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        from npapp import task
-    finally:
-        sys.path.remove(str(EXAMPLE))
     res = cf.solve(task.problem(sites, 5, config["max-class1-loss"]), "fedproxal", 1e-6,
                    inner="newton", max_outer=200)
     assert res.status == "optimal"
@@ -256,8 +245,8 @@ def test_doc_flwr_run_on_the_simulation_engine(tmp_path):
     short = Path(tempfile.mkdtemp(prefix="np-", dir="/tmp"))   # Ray puts its sockets in
     #                                            $TMPDIR: AF_UNIX paths have <= 107 bytes
     env = dict(os.environ, FLWR_HOME=str(tmp_path / "home"), TMPDIR=str(short),
-               FLWR_LOCAL_SUPERLINK_HTTP_API_PORT=str(free_port()),
-               FLWR_LOCAL_CONTROL_API_PORT=str(free_port()), **QUIET)
+               FLWR_LOCAL_SUPERLINK_HTTP_API_PORT=str(deploy.free_port()),
+               FLWR_LOCAL_CONTROL_API_PORT=str(deploy.free_port()), **deploy.QUIET)
     env.pop("FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION", None)
     app = repo / "examples" / "flower-neyman-pearson"
     try:
@@ -297,7 +286,7 @@ def test_doc_flwr_run_on_a_localhost_deployment(tmp_path):
     repo = copy_example(tmp_path)
     sites = tmp_path / "np-sites"
     env = dict(os.environ, FLWR_HOME=str(tmp_path / "home"), TMPDIR=str(tmp_path),
-               **QUIET)
+               **deploy.QUIET)
     try:
         out = run_block("deployment", repo, env, timeout=3000)
     finally:
@@ -310,7 +299,7 @@ def test_doc_flwr_run_on_a_localhost_deployment(tmp_path):
 
 def run_py(repo, tmp_path, *args, timeout=3000):
     work = tmp_path / "work"
-    env = dict(os.environ, **QUIET)
+    env = dict(os.environ, **deploy.QUIET)
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "run.py", *args, "--workdir", str(work)],
                          cwd=repo / "examples" / "flower-neyman-pearson", env=env, text=True,
