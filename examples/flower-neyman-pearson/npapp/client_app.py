@@ -3,9 +3,8 @@
 Deployment: ``flower-supernode --node-config 'site="site-0" data="/path/site-0.csv"'``
 (optional ``state-dir="..."``: where the site keeps its state across restarts).
 Simulation (``flwr run`` on a simulation SuperLink): the node config holds
-``partition-id`` (and ``num-partitions``, the number of SuperNodes, which the ServerApp
-checks against ``num-sites``); the site is ``site-<partition-id>`` and its CSV is in
-``sites-dir``.
+``partition-id``; the site is ``site-<partition-id>`` and its CSV is in ``sites-dir``
+(the ServerApp first checks that the simulation has ``num-sites`` SuperNodes).
 
 With ``CONSTRFL_NP_TRACE=<file>`` in the SuperNode's environment every message appends
 ``<pid> <unix time> <site> <message type>`` to that file (which processes ran which
