@@ -71,7 +71,8 @@ def solve_in_memory(example, tmp_path, n_sites, **config):
     split_data.split(tmp_path / "sites", n_sites)
     run_config = dict(CONFIG, **{"num-sites": n_sites, "sites-dir": str(tmp_path / "sites"),
                                  "output-dir": str(tmp_path / "result"),
-                                 "poll-interval": 0.001}, **config)
+                                 "poll-interval": 0.001,
+                                 "pull-backoff": 0}, **config)   # flwr's, in this process
     nodes = [({"site": s, "data": str(tmp_path / "sites" / f"{s}.csv"),
                "state-dir": str(tmp_path / "state")}, lambda: client_app.app)
              for s in task.site_names(n_sites)]

@@ -1,16 +1,26 @@
 """A scripted localhost deployment of the example: one SuperLink and one SuperNode per
 site on 127.0.0.1, started and stopped by PID.
 
-    python deploy.py [--sites 5] [--mode subprocess|process|simulation]
-                     [--task-poll SECONDS] [--workdir DIR]
+    python deploy.py [--sites 5] [--mode warm|warm-in-process|process|subprocess|simulation]
+                     [--waits short|flwr] [--task-poll SECONDS] [--workdir DIR]
                      [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
 
 1. splits the data into ``<workdir>/sites`` (split_data.py);
 2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
-   free port, then one ``flower-supernode`` per site with
-   ``--node-config 'site="site-<i>" data="<workdir>/sites/site-<i>.csv" state-dir=...'``;
-   with ``--mode process`` the SuperNode runs ``--isolation process`` and this script
-   starts its ``flower-superexec`` (the process that launches the ClientApps);
+   free port, then one SuperNode per site with ``--node-config 'site="site-<i>"
+   data="<workdir>/sites/site-<i>.csv" state-dir=...'``, and how its ClientApps run:
+
+   - ``warm`` (default): ``--isolation process`` and constrfl's warm SuperExec next to
+     it (``python -m constrfl.flower.superexec``): one long-lived process per site,
+     each message run by flwr's ``run_clientapp`` in a forked child;
+   - ``warm-in-process``: the same, each message run inside the warm process;
+   - ``process`` (Flower's stock path): ``--isolation process`` and ``flower-superexec``,
+     a new ``flwr-clientapp`` process per message;
+   - ``subprocess``: Flower's default, the SuperNode starts its own ``flower-superexec``;
+
+   with ``--waits short`` (default) the SuperNode is ``python -m
+   constrfl.flower.supernode`` (flower-supernode with its fixed 3 s / 0.5 s waits
+   shortened, see that module), with ``--waits flwr`` it is ``flower-supernode``;
 3. writes a connection ``constrfl-local`` to ``$FLWR_HOME/config.toml`` (``FLWR_HOME``
    is ``<workdir>/flwr-home``) and runs ``flwr run . constrfl-local``;
 4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
@@ -24,19 +34,20 @@ site on 127.0.0.1, started and stopped by PID.
 SuperNodes; ``flwr run ... --federation-config 'num-supernodes=<sites>'``; the sites
 then know themselves by ``partition-id`` and read their CSVs from ``sites-dir``.
 
-``--restart SITE:N`` kills the SuperNode of SITE (SIGKILL to its process group: a crash)
-once its ClientApp has run N messages, and starts a new one with the same node config:
-it registers under a new node id with an empty ``context.state``; the ServerApp finds
-the site again and the site carries on from its state directory.
+``--restart SITE:N`` kills the SuperNode of SITE (SIGKILL to its process group: a crash;
+in process isolation also its SuperExec) once its ClientApp has run N messages, and
+starts a new one with the same node config: it registers under a new node id with an
+empty ``context.state``; the ServerApp finds the site again and the site carries on
+from its state directory.
 
 Network side effects are off: ``FLWR_TELEMETRY_ENABLED=0``,
 ``FLWR_DISABLE_UPDATE_CHECK=1``, ``RAY_USAGE_STATS_ENABLED=0``, no runtime dependency
 installation (constrfl and flwr must already be installed: ``pip install -e
 "<repo>[flower]"``).  ``--task-poll`` sets ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` (how
-often a SuperExec looks for a message to run; Flower's default 1 s).  Every message
-starts a new ``flwr-clientapp`` process in both modes (flwr 1.41: a ClientApp process
-runs one message and exits); ``<workdir>/trace.txt`` records ``pid time type`` per
-message.
+often a SuperExec asks its SuperNode for a task; Flower's default 1 s).
+``<workdir>/trace.txt`` records ``pid time site type`` per message (which process ran
+it); ``<workdir>/cpu.json`` the CPU seconds of every process started (and their
+children), by name.
 """
 from __future__ import annotations
 
@@ -60,6 +71,12 @@ from npapp.task import site_names  # noqa: E402
 
 QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
          "RAY_USAGE_STATS_ENABLED": "0"}
+#: how the ClientApps run (see the module docstring); "process" is Flower's stock path
+MODES = ("warm", "warm-in-process", "process", "subprocess", "simulation")
+#: constrfl's warm SuperExec, per mode: the ClientApp task mode
+WARM = {"warm": "fork", "warm-in-process": "in-process"}
+#: the SuperNode's waits with --waits short: (idle, reply) seconds (flwr: 3 and 0.5)
+SHORT_WAITS = (0.05, 0.01)
 
 
 def free_port():
@@ -119,13 +136,16 @@ class Processes:
             kill(p, signal.SIGKILL)                    # leftovers of the group
 
 
-def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_config="",
-           timeout=7200.0, data=None, verbose=True, restart=None):
+def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
+           timeout=7200.0, data=None, verbose=True, restart=None, waits="short"):
     """Run the deployment; returns a dict (result path, run seconds, the trace, the
-    workdir, when a SuperNode was restarted).  ``restart=(site, n)``: see ``--restart``.
-    Raises TimeoutError when no result appears within ``timeout``."""
-    if mode not in ("subprocess", "process", "simulation"):
-        raise ValueError(f"mode must be 'subprocess', 'process' or 'simulation', got {mode!r}")
+    workdir, when a SuperNode was restarted, seconds until every SuperNode and
+    SuperExec was up, CPU seconds by process).  ``restart=(site, n)``: see
+    ``--restart``.  Raises TimeoutError when no result appears within ``timeout``."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if waits not in ("short", "flwr"):
+        raise ValueError(f"waits must be 'short' or 'flwr', got {waits!r}")
     if restart and mode == "simulation":
         raise ValueError("restart needs SuperNodes (not a simulation)")
     work, env = workspace(workdir, "constrfl-np-deploy-")
@@ -136,14 +156,19 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
         env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
     procs = Processes(logs, env)
     say = print if verbose else (lambda *a, **k: None)
+    site_waits = SHORT_WAITS if waits == "short" else None
+    cpu_lost = {}                        # CPU seconds of the SuperNodes killed
+    t_start = time.time()
     try:
         link = start_superlink(procs, mode == "simulation")
         nodes = {} if mode == "simulation" else {
-            name: start_site(procs, name, sites, work, link, mode)
+            name: start_site(procs, name, sites, work, link, mode, waits=site_waits)
             for name in site_names(n_sites)}
+        up = time.time() - t_start
         say(f"SuperLink 127.0.0.1:{link}" + (" (simulation)" if mode == "simulation" else
-                                             f" and {n_sites} SuperNodes ({mode} isolation)")
-            + f" started: PIDs {[p.pid for _, p in procs.started]}")
+                                             f" and {n_sites} SuperNodes ({mode}, "
+                                             f"{waits} waits)")
+            + f" started in {up:.1f} s: PIDs {[p.pid for _, p in procs.started]}")
         write_connection(env, "constrfl-local", link)
         t0 = time.time()
         run_id = start_run(env, "constrfl-local", sites, result, n_sites, run_config,
@@ -161,21 +186,42 @@ def deploy(workdir=None, n_sites=5, mode="subprocess", task_poll=None, run_confi
                     raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
             if restart and restarted is None and sum(
                     1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
+                for name, p in procs.started:
+                    if p in nodes[restart[0]]:
+                        cpu_lost[f"{name} (killed)"] = cpu_seconds(p.pid)
                 for p in nodes[restart[0]]:
                     kill(p, signal.SIGKILL)
                 restarted = time.time()
                 say(f"killed the SuperNode of {restart[0]} (PIDs "
                     f"{[p.pid for p in nodes[restart[0]]]}); starting a new one")
                 nodes[restart[0]] = start_site(procs, restart[0], sites, work, link, mode,
-                                               tag="-restarted")
-            time.sleep(1.0)
+                                               tag="-restarted", waits=site_waits)
+            time.sleep(0.2)
         seconds = time.time() - t0
+        cpu = dict(cpu_lost, **{name: cpu_seconds(p.pid) for name, p in procs.started})
+        (work / "cpu.json").write_text(json.dumps(cpu, indent=1))
     finally:
         procs.stop()
         say(f"stopped PIDs {[p.pid for _, p in procs.started]}")
     return {"workdir": str(work), "result": str(result), "seconds": seconds,
             "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
-            "restarted": restarted}
+            "waits": waits, "restarted": restarted, "startup": up, "cpu": cpu,
+            "total_seconds": time.time() - t_start}
+
+
+def cpu_seconds(session):
+    """CPU seconds (user + system) of the processes of a session (the processes this
+    script starts lead their own), with the children they reaped: ``/proc/<pid>/stat``.
+    A process that already ended counts only if its parent reaped it."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session:            # fields[0] is stat's third field
+            total += sum(int(f) for f in fields[11:15])   # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def start_superlink(procs, simulation=False):
@@ -239,19 +285,27 @@ def run_status(run_id, connection, env):
     return run["status"], run.get("status-details", "")
 
 
-def start_site(procs, name, sites, work, link, mode, tag=""):
-    """The SuperNode of site ``name`` (and its SuperExec in process isolation)."""
+def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
+    """The SuperNode of site ``name`` (and its SuperExec in process isolation: Flower's
+    ``flower-superexec`` in mode ``process``, constrfl's warm one in the warm modes).
+    ``waits=(idle, reply)``: the SuperNode is constrfl's with these waits."""
     port = free_port()
     config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
-    argv = ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
-            "--port", str(port), "--node-config", config]
-    if mode == "process":
+    node = ["flower-supernode"] if waits is None else [
+        sys.executable, "-m", "constrfl.flower.supernode", "--idle-wait", str(waits[0]),
+        "--reply-wait", str(waits[1])]
+    argv = node + ["--insecure", "--superlink", f"127.0.0.1:{link}", "--port", str(port),
+                   "--node-config", config]
+    isolated = mode == "process" or mode in WARM
+    if isolated:
         argv += ["--isolation", "process"]
     started = [procs.start(f"supernode-{name}{tag}", argv)]
-    if mode == "process":
+    if isolated:
         wait_for_port(port)
-        started.append(procs.start(f"superexec-{name}{tag}", [
-            "flower-superexec", "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
+        exe = (["flower-superexec"] if mode == "process" else
+               [sys.executable, "-m", "constrfl.flower.superexec", "--task-mode", WARM[mode]])
+        started.append(procs.start(f"superexec-{name}{tag}", exe + [
+            "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
     return started
 
 
@@ -298,10 +352,16 @@ def show(result_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sites", type=int, default=5)
-    ap.add_argument("--mode", choices=("subprocess", "process", "simulation"),
-                    default="process")
-    ap.add_argument("--task-poll", type=float, default=0.05,
-                    help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0)")
+    ap.add_argument("--mode", choices=MODES, default="warm",
+                    help="warm (default): constrfl's warm SuperExec, a forked child per "
+                    "message; process: Flower's stock flower-superexec")
+    ap.add_argument("--waits", choices=("short", "flwr"), default="short",
+                    help="short (default): constrfl.flower.supernode with waits "
+                    f"{SHORT_WAITS[0]:g} s idle / {SHORT_WAITS[1]:g} s reply; flwr: "
+                    "flower-supernode (3 s / 0.5 s)")
+    ap.add_argument("--task-poll", type=float, default=None,
+                    help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0; the "
+                    "warm SuperExec polls every 0.05 s while tasks come, backing off to it)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--data", default=None, help="data root (default: ../shared/data)")
     ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")
@@ -315,10 +375,11 @@ def main(argv=None):
         site, n = a.restart.rsplit(":", 1)
         restart = (site, int(n))
     out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data,
-                 restart=restart)
+                 restart=restart, waits=a.waits)
     msgs = [t for t in out["trace"] if not t[3].endswith("constrfl_hello")]
     print(f"{len(out['trace'])} messages ran in {len({t[0] for t in out['trace']})} "
-          f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result")
+          f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result; "
+          f"{sum(out['cpu'].values()):.0f} CPU-s in all")
     show(out["result"])
     return 0 if msgs else 1
 

@@ -9,8 +9,13 @@ the result is saved: Flower then reports the run ``finished:failed`` with the re
 
 In Flower's simulation the ServerApp first checks that the federation has ``num-sites``
 SuperNodes (Flower's default is 2; the example has 5) and raises at once if not, naming
-the command that fixes it: otherwise the solve would wait ``client-timeout`` (600 s) for
-sites that do not exist, then end ``client_failure``."""
+the command that fixes it: otherwise the solve would wait ``client-timeout`` for sites
+that do not exist, then end ``client_failure``.
+
+``pull-backoff`` (run config, seconds; 0 keeps flwr's 1 s): the first retry when a
+site's reply is pulled before all of it has arrived at the SuperLink
+(:func:`constrfl.flower.waits.shorten_object_pulls`, in the ServerApp's process, on a
+tested flwr)."""
 import json
 import os
 import shutil
@@ -20,7 +25,7 @@ from pathlib import Path
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
-from constrfl.flower import run_server
+from constrfl.flower import run_server, waits
 
 from . import task
 
@@ -55,6 +60,8 @@ def check_simulation_size(grid, n_sites, wait=60.0):
 def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
     method, tol, options = task.solve_options(cfg)
+    if float(cfg.get("pull-backoff", 0)) > 0:
+        waits.shorten_object_pulls(float(cfg["pull-backoff"]))
     check_simulation_size(grid, int(cfg["num-sites"]))
     out = cfg["output-dir"] or str(task.sites_dir(cfg) / "result")
     t0, marks = time.perf_counter(), []

@@ -1,0 +1,53 @@
+"""The flwr versions whose internals constrfl's warm SuperExec, quick SuperNode and
+shortened waits were tested with, and the way back to Flower's own commands on any other.
+
+:mod:`.superexec`, :mod:`.supernode` and :mod:`.waits` run Flower's own entry points
+and functions but reach into flwr's internals (module globals of ``run_superexec``,
+``run_clientapp`` and ``start_client_internal``, default arguments of the object
+pulls), which Flower may change in any minor release.  On a flwr whose minor version
+is not in :data:`TESTED` the commands say so on stderr and replace themselves
+(``exec``, same PID) by the stock command with the same arguments, and the waits are
+left as they are: the deployment still works, at Flower's own speed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["TESTED", "STOCK", "installed", "tested", "untested", "run_stock"]
+
+#: minor versions of flwr the internals were tested with (tests/test_flower_warm*.py)
+TESTED = ("1.42",)
+
+#: the Flower command each constrfl command stands in for
+STOCK = {"constrfl.flower.superexec": "flower-superexec",
+         "constrfl.flower.supernode": "flower-supernode"}
+
+
+def installed():
+    from flwr.supercore.version import package_version
+    return package_version
+
+
+def tested(version=None):
+    """Whether flwr ``version`` (default: the installed one) is a tested minor version."""
+    version = installed() if version is None else str(version)
+    return ".".join(version.split(".")[:2]) in TESTED
+
+
+def untested(command, version=None):
+    """``None`` on a tested flwr, else the message saying that ``command`` runs the
+    stock one instead."""
+    version = installed() if version is None else str(version)
+    if tested(version):
+        return None
+    return (f"constrfl: {command} was tested with flwr {', '.join(TESTED)}.x only and "
+            f"flwr {version} is installed: running Flower's own `{STOCK[command]}` "
+            f"instead (a new process per message, Flower's own waits).")
+
+
+def run_stock(command, args, message):
+    """Say ``message`` on stderr and become the stock command (``exec``: same PID, so
+    whoever started this process can still stop it)."""
+    print(message, file=sys.stderr, flush=True)
+    os.execvp(STOCK[command], [STOCK[command], *args])

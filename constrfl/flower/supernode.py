@@ -1,0 +1,71 @@
+"""``flower-supernode`` with its fixed waits shortened.
+
+    python -m constrfl.flower.supernode [--idle-wait 0.05] [--reply-wait 0.01]
+                                        [--pull-backoff 0.02]
+                                        <flower-supernode arguments>
+
+flwr 1.42's SuperNode loop sleeps a fixed 3 s whenever the SuperLink has no message
+for it and 0.5 s between checks for the ClientApp's reply; its object pulls first
+retry after 1 s (:data:`constrfl.flower.waits.FIXED`); no option or environment
+variable sets them.  After a site replies, the server's next message comes once every
+site has replied: the SuperNode has asked in between, found nothing, and sleeps 3 s,
+so every round costs about 3 s more than its work.
+
+This command is Flower's own ``flower-supernode`` (same arguments, same code, same
+process) with those waits shortened in this process only
+(:func:`~constrfl.flower.waits.shorten_supernode_sleeps`,
+:func:`~constrfl.flower.waits.shorten_object_pulls`); nothing installed is modified.
+Shorter waits cost CPU: an idle SuperNode asks the SuperLink every ``--idle-wait``
+seconds (one HTTP request, a few ms of CPU on each side).
+
+On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
+``flower-supernode`` with the same arguments instead.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import pinned, waits
+
+__all__ = ["main"]
+
+COMMAND = "constrfl.flower.supernode"
+
+
+def _parse(argv):
+    ap = argparse.ArgumentParser(
+        prog=f"python -m {COMMAND}", add_help=False,
+        description="flower-supernode with shorter fixed waits; any other argument is "
+        "flower-supernode's (see flower-supernode --help).")
+    ap.add_argument("--idle-wait", type=float, default=0.05,
+                    help="seconds between asks when the SuperLink has nothing, while "
+                    "messages come (the last less than 5 s ago; then backing off to "
+                    "flwr's 3 s)")
+    ap.add_argument("--reply-wait", type=float, default=0.01,
+                    help="seconds between checks for the ClientApp's reply (flwr: 0.5)")
+    ap.add_argument("--pull-backoff", type=float, default=0.02,
+                    help="first retry of an object pull, doubling up to 1 s (flwr: 1 s, "
+                    "up to 10 s; 0: flwr's)")
+    ap.add_argument("--help-waits", action="help", help="this help")
+    return ap.parse_known_args(argv)
+
+
+def main(argv=None):
+    a, flwr_args = _parse(sys.argv[1:] if argv is None else argv)
+    message = pinned.untested(COMMAND)
+    if message:
+        return pinned.run_stock(COMMAND, flwr_args, message)
+    from flwr.supernode.cli.flower_supernode import flower_supernode
+    waits.shorten_supernode_sleeps(a.idle_wait, a.reply_wait)
+    if a.pull_backoff > 0:
+        waits.shorten_object_pulls(a.pull_backoff)
+    sys.argv = ["flower-supernode", *flwr_args]
+    print(f"constrfl: SuperNode waits {a.idle_wait:g} s idle (flwr: 3), {a.reply_wait:g} s "
+          f"for a reply (flwr: 0.5), object pulls retried after {a.pull_backoff:g} s "
+          f"(flwr: 1)", file=sys.stderr, flush=True)
+    flower_supernode()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Flower's fixed waits (flwr 1.42) and the in-memory ways constrfl shortens them.
+
+None of these waits can be set by an option, a configuration file or an environment
+variable (the only one that can, ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, is the
+SuperExec's task poll).  Each function here changes them in the calling process only,
+on a tested flwr (:data:`constrfl.flower.pinned.TESTED`), and does nothing elsewhere;
+nothing installed is modified.  See docs/flower.md ("Flower's fixed waits").
+"""
+from __future__ import annotations
+
+import sys
+import time as _time
+
+from . import pinned
+
+__all__ = ["FIXED", "Backoff", "ShortWaits", "shorten_object_pulls",
+           "shorten_supernode_sleeps", "adapt_task_polls"]
+
+#: flwr 1.42.0's fixed waits on a deployed round: (where, seconds, what)
+FIXED = (
+    ("flwr/supernode/start_client_internal.py:263", 3.0,
+     "the SuperNode sleeps when the SuperLink had no message for it"),
+    ("flwr/supernode/start_client_internal.py:470", 0.5,
+     "the SuperNode checks for the ClientApp's reply"),
+    ("flwr/supernode/start_client_internal.py:506", 0.5,
+     "the SuperNode waits for a reply object's content"),
+    ("flwr/supercore/constant.py:48 (PULL_INITIAL_BACKOFF, bound as a default argument "
+     "at flwr/supercore/inflatable/inflatable_utils.py:208 and :423)", 1.0,
+     "first retry of an object pull that found the object not there yet: the "
+     "ClientApp pulls the message before its SuperNode has stored it (the task is "
+     "created first, start_client_internal.py:365 before :415), the SuperNode pulls "
+     "it before the ServerApp has pushed all of it, the ServerApp pulls a reply "
+     "before the SuperNode has pushed all of it"),
+    ("flwr/supercore/superexec/run_superexec.py:277", 1.0,
+     "the SuperExec asks for a task (FLWR_SUPEREXEC_TASK_POLL_INTERVAL, 0.01-60 s)"),
+)
+
+IDLE, REPLY = 3.0, 0.5        # start_client_internal.py's sleeps
+
+
+class Backoff:
+    """A poll that is quick while there is work and costs nothing when there is none:
+    ``fast`` seconds between polls until ``window`` seconds after the last
+    :meth:`touch` (work seen), then twice the last wait each time, up to the caller's
+    own wait (Flower's)."""
+
+    def __init__(self, fast, window=5.0, clock=_time.monotonic):
+        self.fast, self.window, self.clock = float(fast), float(window), clock
+        self.touch()
+
+    def touch(self):
+        self.last, self.wait = self.clock(), self.fast
+
+    def next(self, cap):
+        if self.clock() - self.last >= self.window:
+            self.wait = min(self.wait * 2, cap)
+        return min(self.wait, cap)
+
+
+class ShortWaits:
+    """The ``time`` module as ``start_client_internal`` sees it: ``sleep(3)`` (nothing
+    to pull) waits ``idle.next(3)``, ``sleep(0.5)`` (a reply not there yet) waits
+    ``reply`` and counts as work for ``idle``; anything else as ``time``'s."""
+
+    def __init__(self, idle, reply, clock=_time):
+        self._clock, self.idle, self.reply = clock, idle, reply
+
+    def sleep(self, seconds):
+        if seconds == IDLE:
+            seconds = self.idle.next(IDLE)
+        elif seconds == REPLY:
+            self.idle.touch()
+            seconds = self.reply
+        self._clock.sleep(seconds)
+
+    def __getattr__(self, name):
+        return getattr(self._clock, name)
+
+
+class _Polls:
+    """The ``time`` module as ``run_superexec`` sees it: its one sleep, between task
+    polls, waits ``polls.next(seconds)``."""
+
+    def __init__(self, polls, clock=_time):
+        self._clock, self.polls = clock, polls
+
+    def sleep(self, seconds):
+        self._clock.sleep(self.polls.next(seconds))
+
+    def __getattr__(self, name):
+        return getattr(self._clock, name)
+
+
+def _tested():
+    if pinned.tested():
+        return True
+    print(f"constrfl: Flower's fixed waits kept (flwr {pinned.installed()} is not one "
+          f"of the tested {', '.join(pinned.TESTED)}.x)", file=sys.stderr, flush=True)
+    return False
+
+
+def shorten_supernode_sleeps(idle=0.05, reply=0.01, window=5.0):
+    """The SuperNode loop of this process asks the SuperLink again after ``idle``
+    seconds instead of 3 s while it has had work in the last ``window`` seconds (then
+    backing off to 3 s), and checks for a reply every ``reply`` seconds instead of 0.5 s.
+    Returns whether it did (a tested flwr)."""
+    if not _tested():
+        return False
+    from flwr.supernode import start_client_internal as loop
+    loop.time = ShortWaits(Backoff(idle, window), reply,
+                           clock=getattr(loop.time, "_clock", _time))
+    return True
+
+
+def adapt_task_polls(fast=0.05, window=5.0):
+    """The SuperExec loop of this process polls for a task every ``fast`` seconds until
+    ``window`` seconds after the last :meth:`Backoff.touch` of the returned
+    :class:`Backoff` (call it when a task starts), then backs off to its own interval
+    (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, 1 s by default).  ``None`` on an untested
+    flwr."""
+    if not _tested():
+        return None
+    from flwr.supercore.superexec import run_superexec as loop
+    polls = Backoff(fast, window)
+    loop.time = _Polls(polls, clock=getattr(loop.time, "_clock", _time))
+    return polls
+
+
+def shorten_object_pulls(initial=0.02, cap=1.0):
+    """Object pulls of this process retry after ``initial`` seconds (doubling up to
+    ``cap``) instead of 1 s (up to 10 s).  flwr still gives up after 500 tries per
+    object or 7200 s.  Returns whether it did (a tested flwr)."""
+    if not _tested():
+        return False
+    from flwr.supercore.inflatable import inflatable_utils as pulls
+    for fn in (pulls.pull_objects, pulls.pull_and_inflate_object_from_tree):
+        fn.__kwdefaults__.update(initial_backoff=float(initial), backoff_cap=float(cap))
+    return True
