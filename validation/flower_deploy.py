@@ -1,23 +1,26 @@
 """constrfl on Flower, end to end: the Neyman-Pearson example in-process, on the
 in-memory Grid, in Flower's Ray simulation and as a localhost deployment (one SuperLink,
-one SuperNode per site) in each ClientApp isolation mode; the per-round cost of each,
-the final KKT residuals, and the equality of every answer with the in-process one.
+one SuperNode per site) on Flower's stock path and on constrfl's warm one; the cost of
+each (seconds per round, start-up, CPU seconds), the final KKT residuals, and the
+equality of every answer with the in-process one.
 
     python validation/flower_deploy.py [--sites 5] [--tol 1e-4] [--skip-ray]
-        [--modes subprocess,subprocess-fast,process-fast,process-fast-restart]
-        [--full-mode process-fast]
-        [--out validation/results/flower.md]
+        [--modes warm,warm-in-process,warm-flwr-waits,process,subprocess,warm-restart,
+                 warm-lost]
+        [--full-modes warm] [--out validation/results/flower.md]
 
-The deployment of ``--full-mode`` runs the example to ``tol`` (end to end); the other
+The deployments of ``--full-modes`` run the example to ``tol`` (end to end); the other
 modes run its first two outer iterations (``max-outer=2``, ``tol=1e-3``), enough to
 measure their cost per round.  Per-round costs are the slope of wall time against
-rounds between the first and the last outer iteration (start-up excluded; start-up is
-reported apart).  Takes 15-90 minutes, mostly the deployments (every message starts a
-ClientApp process).
+rounds between the first and the last outer iteration; start-up is the rest of the run
+(the intercept) and, apart, the seconds until every process was up.  CPU seconds:
+every process a deployment started, with its children (``/proc``), from its start to
+the result.  Takes 15-30 minutes, mostly the stock deployments.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
@@ -43,17 +46,31 @@ from npapp import task  # noqa: E402
 
 R = 0.2                      # the example's max-class1-loss
 CAPPED = dict(tol=1e-3, max_outer=2)
-MODES = {   # name: (SuperNode isolation, FLWR_SUPEREXEC_TASK_POLL_INTERVAL, restart, text)
-    "subprocess": ("subprocess", None, None, "`--isolation subprocess` (Flower's default: "
-                   "the SuperNode starts its SuperExec), SuperExec polling every 1 s"),
-    "subprocess-fast": ("subprocess", 0.05, None, "`--isolation subprocess`, "
-                        "`FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),
-    "process-fast": ("process", 0.05, None, "`--isolation process` and an external "
-                     "`flower-superexec` per SuperNode, "
-                     "`FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),
-    "process-fast-restart": ("process", 0.05, ("site-2", 8), "as above, the SuperNode of "
-                             "site-2 killed (SIGKILL) after its 8th message and started "
-                             "again (new node id, empty context.state)"),
+LOST_TIMEOUT = 30.0           # client-timeout of the warm-lost deployment
+STOCK = 'pull-backoff=0'      # the ServerApp keeps flwr's object-pull waits
+MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
+    "warm": (dict(mode="warm"), "", "constrfl's warm path (`deploy.py` default): "
+             "`python -m constrfl.flower.supernode --isolation process` (flwr's waits "
+             "shortened) and `python -m constrfl.flower.superexec` (a forked child per "
+             "message)"),
+    "warm-in-process": (dict(mode="warm-in-process"), "", "as warm, each message run "
+                        "inside the warm process (`--task-mode in-process`)"),
+    "warm-flwr-waits": (dict(mode="warm", waits="flwr"), STOCK, "the warm SuperExec "
+                        "next to the stock `flower-supernode --isolation process` "
+                        "(flwr's 3 s / 0.5 s / 1 s waits)"),
+    "process": (dict(mode="process", waits="flwr", task_poll=0.05), STOCK,
+                "Flower's stock path: `flower-supernode --isolation process` and "
+                "`flower-superexec`, `FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),
+    "subprocess": (dict(mode="subprocess", waits="flwr"), STOCK, "Flower's default: "
+                   "`flower-supernode` (`--isolation subprocess`, it starts its own "
+                   "`flower-superexec`, polling every 1 s)"),
+    "warm-restart": (dict(mode="warm", restart=("site-2", 8)), "", "warm, the SuperNode "
+                     "and SuperExec of site-2 killed (SIGKILL) after its 8th message and "
+                     "started again (new node id, empty context.state)"),
+    "warm-lost": (dict(mode="warm", kill=("site-2", 17)), f"client-timeout={LOST_TIMEOUT}",
+                  f"warm, the SuperNode and SuperExec of site-2 killed after its 17th "
+                  f"message (in the second outer iteration) for good, "
+                  f"`client-timeout={LOST_TIMEOUT:g}`"),
 }
 
 
@@ -97,7 +114,7 @@ def main(argv=None):
     ap.add_argument("--sites", type=int, default=5)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--full-mode", default="process-fast")
+    ap.add_argument("--full-modes", default="warm")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=str(ROOT / "validation" / "results" / "flower.md"))
@@ -140,32 +157,51 @@ def main(argv=None):
             print(f"Ray: {res.status}, {m.per_round():.3f} s/round, same: {same(ref, res)}")
 
     # -- localhost deployments ------------------------------------------------------------
-    processes = []
+    processes, costs, full_modes = [], [], a.full_modes.split(",")
     for name in [n for n in a.modes.split(",") if n]:
-        isolation, poll, restart, desc = MODES[name]
-        full = name == a.full_mode
+        kwargs, extra, desc = MODES[name]
+        full = name in full_modes
         cfg = (f"tol={a.tol} inner=\"newton\"" if full
                else f"tol={CAPPED['tol']} max-outer={CAPPED['max_outer']} inner=\"newton\"")
         print(f"deployment {name} ({'to tol' if full else 'capped'}) ...", flush=True)
-        t = time.time()
-        out = deploy.deploy(work / f"deploy-{name}", a.sites, isolation, poll, cfg,
-                            verbose=False, restart=restart)
+        out = deploy.deploy(work / f"deploy-{name}", a.sites, run_config=f"{cfg} {extra}",
+                            verbose=False, **kwargs)
         res = load_result(out["result"])
-        marks = __import__("json").loads((Path(out["result"]) / "timing.json").read_text())
-        per = slope(marks["marks"])
-        start = marks["marks"][0][0] - marks["marks"][0][1] * per if per else None
-        msgs = out["trace"]
+        marks = json.loads((Path(out["result"]) / "timing.json").read_text())["marks"]
+        per = slope(marks)
+        start = marks[0][0] - marks[0][1] * per if per else None
+        msgs, cpu = out["trace"], sum(out["cpu"].values())
         processes.append((name, len(msgs), len({t[0] for t in msgs})))
-        if restart:
-            notes.append(f"{name}: the SuperNode of {restart[0]} was killed after its "
-                         f"{restart[1]}th message and started again; the solve ended "
-                         f"{res.status} after {res.rounds} rounds, "
-                         f"{'bit for bit' if same(ref_capped, res) else 'NOT'} equal to "
-                         f"the uninterrupted in-process solve.")
+        costs.append((name, out["startup"], out["seconds"], out["total_seconds"], cpu,
+                      res.rounds, out["cpu"]))
+        expected = ref if full else ref_capped
+        if "restart" in kwargs:
+            site, n = kwargs["restart"]
+            notes.append(f"{name}: the SuperNode of {site} was killed after its {n}th "
+                         f"message and started again; the solve ended {res.status} after "
+                         f"{res.rounds} rounds, {'bit for bit' if same(expected, res) else 'NOT'}"
+                         f" equal to the uninterrupted in-process solve.")
+        if "kill" in kwargs:
+            site, n = kwargs["kill"]
+            waited = out["ended"] - out["restarted"]
+            burn = (cpu - out["cpu_at_crash"]) / waited
+            partial = cf.solve(prob, **dict(capped_opts, max_outer=res.outer_iterations))
+            kept = res.w.tobytes() == partial.w.tobytes()
+            notes.append(f"{name}: the SuperNode of {site} was killed after its {n}th "
+                         f"message for good; the solve ended {res.status} "
+                         f"({res.message}) {waited:.0f} s after the kill (client-timeout "
+                         f"{LOST_TIMEOUT:g} s), every process together using {burn:.2f} of "
+                         f"a core meanwhile; the result keeps the "
+                         f"last completed outer iterate ({res.outer_iterations}), "
+                         f"{'bit for bit' if kept else 'NOT'} the in-process one.")
+            rows.append((f"deployment, {desc}", res, per, out["seconds"], start,
+                         "client_failure, the last outer iterate bit for bit"
+                         if res.status == "client_failure" and kept else False))
+            continue
         rows.append((f"deployment, {desc}" + ("" if full else " (first 2 outer iterations)"),
-                     res, per, out["seconds"], start, same(ref if full else ref_capped, res)))
-        print(f"  {res.status}, {res.rounds} rounds, {per:.2f} s/round, {time.time() - t:.0f} s"
-              f", same: {rows[-1][-1]}, {len(msgs)} messages in "
+                     res, per, out["seconds"], start, same(expected, res)))
+        print(f"  {res.status}, {res.rounds} rounds, {per:.2f} s/round, {cpu:.0f} CPU-s, "
+              f"{out['total_seconds']:.0f} s, same: {rows[-1][-1]}, {len(msgs)} messages in "
               f"{len({t[0] for t in msgs})} ClientApp processes", flush=True)
 
     # -- the report -------------------------------------------------------------------------
@@ -201,6 +237,22 @@ def main(argv=None):
               "round: the slope of wall time against rounds between the first and the "
               "last outer iteration; start-up: the rest (Ray's start, the first "
               "ClientApp processes, the sites' discovery).", ""]
+    if costs:
+        lines += ["Cost of each deployment: seconds until every process was up, from `flwr "
+                  "run` to the result, in all; CPU seconds of every process started (the "
+                  "SuperLink with its ServerApp, the SuperNodes, the SuperExecs with their "
+                  "ClientApp processes) from the start to the result, in all and per "
+                  "round.", "",
+                  "| mode | processes up s | run s | total s | CPU-s | rounds | "
+                  "CPU-s per round | CPU-s: SuperLink + ServerApp / SuperNodes / SuperExecs "
+                  "+ ClientApps |", "|---|---|---|---|---|---|---|---|"]
+        for name, up, run, total, cpu, rounds, by in costs:
+            part = [sum(v for k, v in by.items() if k.startswith(p))
+                    for p in ("superlink", "supernode", "superexec")]
+            lines.append(f"| {name} | {up:.1f} | {run:.0f} | {total:.0f} | {cpu:.0f} | "
+                         f"{rounds} | {cpu / rounds:.2f} | "
+                         + " / ".join(f"{x:.0f}" for x in part) + " |")
+        lines.append("")
     if processes:
         lines += ["ClientApp processes (from the example's trace mod: the PID that ran "
                   "each message):", ""]

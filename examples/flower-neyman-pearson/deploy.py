@@ -4,6 +4,7 @@ site on 127.0.0.1, started and stopped by PID.
     python deploy.py [--sites 5] [--mode warm|warm-in-process|process|subprocess|simulation]
                      [--waits short|flwr] [--task-poll SECONDS] [--workdir DIR]
                      [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
+                     [--kill SITE:N]
 
 1. splits the data into ``<workdir>/sites`` (split_data.py);
 2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
@@ -38,7 +39,8 @@ then know themselves by ``partition-id`` and read their CSVs from ``sites-dir``.
 in process isolation also its SuperExec) once its ClientApp has run N messages, and
 starts a new one with the same node config: it registers under a new node id with an
 empty ``context.state``; the ServerApp finds the site again and the site carries on
-from its state directory.
+from its state directory.  ``--kill SITE:N`` kills it the same way and starts none: the
+server waits ``client-timeout`` seconds (run config) and ends ``client_failure``.
 
 Network side effects are off: ``FLWR_TELEMETRY_ENABLED=0``,
 ``FLWR_DISABLE_UPDATE_CHECK=1``, ``RAY_USAGE_STATS_ENABLED=0``, no runtime dependency
@@ -125,7 +127,7 @@ class Processes:
     def stop(self, grace=20.0):
         for _, p in reversed(self.started):
             if p.poll() is None:
-                kill(p, signal.SIGTERM)                # the group of the PID we started
+                stop(p, signal.SIGTERM)                # the group of the PID we started
         end = time.monotonic() + grace
         for _, p in self.started:
             try:
@@ -133,21 +135,22 @@ class Processes:
             except subprocess.TimeoutExpired:
                 pass
         for _, p in self.started:
-            kill(p, signal.SIGKILL)                    # leftovers of the group
+            stop(p, signal.SIGKILL)                    # leftovers of the group
 
 
 def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
-           timeout=7200.0, data=None, verbose=True, restart=None, waits="short"):
+           timeout=7200.0, data=None, verbose=True, restart=None, waits="short", kill=None):
     """Run the deployment; returns a dict (result path, run seconds, the trace, the
-    workdir, when a SuperNode was restarted, seconds until every SuperNode and
-    SuperExec was up, CPU seconds by process).  ``restart=(site, n)``: see
-    ``--restart``.  Raises TimeoutError when no result appears within ``timeout``."""
+    workdir, when a SuperNode was restarted or killed, seconds until every SuperNode
+    and SuperExec was up, CPU seconds by process).  ``restart=(site, n)``,
+    ``kill=(site, n)``: see ``--restart``, ``--kill``.  Raises TimeoutError when no
+    result appears within ``timeout``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if waits not in ("short", "flwr"):
         raise ValueError(f"waits must be 'short' or 'flwr', got {waits!r}")
-    if restart and mode == "simulation":
-        raise ValueError("restart needs SuperNodes (not a simulation)")
+    if (restart or kill) and mode == "simulation":
+        raise ValueError("restart and kill need SuperNodes (not a simulation)")
     work, env = workspace(workdir, "constrfl-np-deploy-")
     sites, logs, result, trace = work / "sites", work / "logs", work / "result", work / "trace.txt"
     split_data.split(sites, n_sites, data)
@@ -158,6 +161,7 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
     say = print if verbose else (lambda *a, **k: None)
     site_waits = SHORT_WAITS if waits == "short" else None
     cpu_lost = {}                        # CPU seconds of the SuperNodes killed
+    cpu_at_crash = None                  # CPU seconds of all processes then
     t_start = time.time()
     try:
         link = start_superlink(procs, mode == "simulation")
@@ -184,20 +188,25 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
                 status, details = run_status(run_id, "constrfl-local", env)
                 if finished(status) and not (result / "result.json").is_file():
                     raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
-            if restart and restarted is None and sum(
-                    1 for t in read_trace(trace) if t[2] == restart[0]) >= restart[1]:
+            crash = restart or kill
+            if crash and restarted is None and sum(
+                    1 for t in read_trace(trace) if t[2] == crash[0]) >= crash[1]:
+                cpu_at_crash = sum(cpu_seconds(p.pid) for _, p in procs.started)
                 for name, p in procs.started:
-                    if p in nodes[restart[0]]:
+                    if p in nodes[crash[0]]:
                         cpu_lost[f"{name} (killed)"] = cpu_seconds(p.pid)
-                for p in nodes[restart[0]]:
-                    kill(p, signal.SIGKILL)
+                for p in nodes[crash[0]]:
+                    stop(p, signal.SIGKILL)
                 restarted = time.time()
-                say(f"killed the SuperNode of {restart[0]} (PIDs "
-                    f"{[p.pid for p in nodes[restart[0]]]}); starting a new one")
-                nodes[restart[0]] = start_site(procs, restart[0], sites, work, link, mode,
-                                               tag="-restarted", waits=site_waits)
+                say(f"killed the SuperNode of {crash[0]} (PIDs "
+                    f"{[p.pid for p in nodes[crash[0]]]})"
+                    + ("; starting a new one" if restart else ""))
+                if restart:
+                    nodes[crash[0]] = start_site(procs, crash[0], sites, work, link, mode,
+                                                 tag="-restarted", waits=site_waits)
             time.sleep(0.2)
-        seconds = time.time() - t0
+        ended = time.time()
+        seconds = ended - t0
         cpu = dict(cpu_lost, **{name: cpu_seconds(p.pid) for name, p in procs.started})
         (work / "cpu.json").write_text(json.dumps(cpu, indent=1))
     finally:
@@ -206,6 +215,7 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
     return {"workdir": str(work), "result": str(result), "seconds": seconds,
             "trace": read_trace(trace), "mode": mode, "task_poll": task_poll,
             "waits": waits, "restarted": restarted, "startup": up, "cpu": cpu,
+            "cpu_at_crash": cpu_at_crash, "ended": ended,
             "total_seconds": time.time() - t_start}
 
 
@@ -309,7 +319,7 @@ def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     return started
 
 
-def kill(p, sig):
+def stop(p, sig):
     try:
         os.killpg(p.pid, sig)
     except ProcessLookupError:
@@ -368,14 +378,14 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=7200.0)
     ap.add_argument("--restart", default=None, metavar="SITE:N",
                     help="kill SITE's SuperNode after it ran N messages, start a new one")
+    ap.add_argument("--kill", default=None, metavar="SITE:N",
+                    help="kill SITE's SuperNode after it ran N messages, for good")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop what we started
-    restart = None
-    if a.restart:
-        site, n = a.restart.rsplit(":", 1)
-        restart = (site, int(n))
+    restart, kill = [(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1])) if x else None
+                     for x in (a.restart, a.kill)]
     out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data,
-                 restart=restart, waits=a.waits)
+                 restart=restart, waits=a.waits, kill=kill)
     msgs = [t for t in out["trace"] if not t[3].endswith("constrfl_hello")]
     print(f"{len(out['trace'])} messages ran in {len({t[0] for t in out['trace']})} "
           f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result; "
