@@ -148,6 +148,9 @@ class StackedRows:
                   max_iter):
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
-        out = kernels.stacked_admm_step(*self._args(beta, mu, True), gamma, wk, w, u, lam,
-                                        rho, rho_next, J, relax, tol, max_iter)
-        return out[:5] if out[5] >= 0 else None
+        e, kappa, u, lam, status = kernels.stacked_admm_step(
+            *self._args(beta, mu, True), gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
+            max_iter)
+        if status < 0:
+            return None
+        return e, kappa, u, lam, u + kernels.metric_solve(rho_next, J, lam)
