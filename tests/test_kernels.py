@@ -293,3 +293,25 @@ def test_max_abs_diff():
     assert K.max_abs_diff(a[:0], b[:0]) == 0.0
     assert np.isnan(K.max_abs_diff(np.array([np.nan, 5.0]), np.zeros(2)))
     assert K.max_abs_diff(np.array([np.inf]), np.zeros(1)) == np.inf
+
+
+@pytest.mark.parametrize("d", [0, 1, 3, 7])
+def test_pack_unpack_upper(d):
+    """pack_upper (NumPy) takes the upper triangle row by row, unpack_upper (compiled)
+    puts it back on both sides."""
+    H = np.random.default_rng(d).standard_normal((d, d))
+    H = H + H.T
+    tri = K.pack_upper(H)
+    assert tri.tolist() == [H[a, b] for a in range(d) for b in range(a, d)]
+    assert np.array_equal(K.unpack_upper(tri, d), H)
+
+
+def test_metric_solve():
+    """(ρI + JᵀJ)⁻¹x: x/ρ for a J of no rows (in NumPy), the inverse of metric_times for
+    a J with rows (compiled, by Woodbury)."""
+    x = np.array([1.0, -3.0, 0.25])
+    assert np.array_equal(K.metric_solve(0.3, np.zeros((0, 3)), x), x / 0.3)
+    J = np.random.default_rng(0).standard_normal((2, 3))
+    v = K.metric_solve(0.3, J, x)
+    assert np.allclose((0.3 * np.eye(3) + J.T @ J) @ v, x, rtol=0, atol=1e-12)
+    assert np.allclose(K.metric_times(0.3, J, v), x, rtol=0, atol=1e-12)
