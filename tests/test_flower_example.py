@@ -63,10 +63,11 @@ def example():
     return from_example("split_data", "npapp.client_app", "npapp.server_app", "npapp.task")
 
 
-def solve_in_memory(example, tmp_path, n_sites, **config):
+def solve_in_memory(example, tmp_path, n_sites, faults=None, **config):
     """The data split for ``n_sites`` into ``tmp_path/sites``, then the example's
     ServerApp and one ClientApp per site (node config ``site``, ``data``, ``state-dir``)
-    on the in-memory Grid, with the app's run config updated by ``config``."""
+    on the in-memory Grid (with ``faults``, see LocalGrid), with the app's run config
+    updated by ``config``."""
     split_data, client_app, server_app, _ = example
     split_data.split(tmp_path / "sites", n_sites)
     run_config = dict(CONFIG, **{"num-sites": n_sites, "sites-dir": str(tmp_path / "sites"),
@@ -76,7 +77,7 @@ def solve_in_memory(example, tmp_path, n_sites, **config):
     nodes = [({"site": s, "data": str(tmp_path / "sites" / f"{s}.csv"),
                "state-dir": str(tmp_path / "state")}, lambda: client_app.app)
              for s in task.site_names(n_sites)]
-    grid = LocalGrid(nodes, run_config=run_config)
+    grid = LocalGrid(nodes, run_config=run_config, faults=faults)
     with task_identity():
         server_app.app(grid, Context(run_id=1, node_id=0, node_config={},
                                      state=RecordDict(), run_config=run_config))
@@ -107,7 +108,7 @@ def test_a_solve_that_is_not_optimal_fails_the_run_after_saving(example, tmp_pat
 
 def test_a_simulation_with_another_number_of_supernodes_fails_at_once(example, tmp_path):
     """Flower's default simulation has 2 SuperNodes; the example has 5 sites.  Without
-    the check the ServerApp would wait client-timeout (600 s) for sites 2-4.  The Grid
+    the check the ServerApp would wait client-timeout (120 s) for sites 2-4.  The Grid
     of Flower's simulation is an InMemoryGrid whose nodes are all registered at the
     start; here one that reports two nodes."""
     from flwr.superlink.grid import InMemoryGrid
@@ -274,7 +275,7 @@ def test_doc_flwr_run_on_the_simulation_engine(tmp_path):
     assert ('the simulation has 2 SuperNodes but num-sites = 5: run `flwr run . '
             '--federation-config "num-supernodes=5"`') in failed[0]["status-details"]
     assert "the simulation has 2 SuperNodes" in forgot.stdout + forgot.stderr
-    assert seconds < 240                       # not client-timeout (600 s)
+    assert seconds < 240                       # not Ray's start + client-timeout
 
 
 @pytest.mark.slow

@@ -31,6 +31,10 @@ FIXED = (
      "created first, start_client_internal.py:365 before :415), the SuperNode pulls "
      "it before the ServerApp has pushed all of it, the ServerApp pulls a reply "
      "before the SuperNode has pushed all of it"),
+    ("flwr/supercore/constant.py:45 (OBJECT_PUSH_SESSION_TTL_SECONDS) with "
+     "flwr/superlink/grid/http_grid.py:325 (pull_objects, max_time 7200 s)", 180.0,
+     "a ServerApp pulling the reply of a site that died while pushing it waits in "
+     "Grid.pull_messages until the SuperLink's push session expires"),
     ("flwr/supercore/superexec/run_superexec.py:277", 1.0,
      "the SuperExec asks for a task (FLWR_SUPEREXEC_TASK_POLL_INTERVAL, 0.01-60 s)"),
 )
@@ -126,13 +130,20 @@ def adapt_task_polls(fast=0.05, window=5.0):
     return polls
 
 
-def shorten_object_pulls(initial=0.02, cap=1.0):
+def shorten_object_pulls(initial=0.02, cap=1.0, max_time=None):
     """Object pulls of this process retry after ``initial`` seconds (doubling up to
-    ``cap``) instead of 1 s (up to 10 s).  flwr still gives up after 500 tries per
-    object or 7200 s.  Returns whether it did (a tested flwr)."""
+    ``cap``) instead of 1 s (up to 10 s), and give up after ``max_time`` seconds
+    (default: flwr's 7200 s, or 500 tries per object).  A ServerApp whose site died
+    while pushing a reply otherwise waits in ``Grid.pull_messages`` until the
+    SuperLink's push session expires (``OBJECT_PUSH_SESSION_TTL_SECONDS``, 180 s),
+    whatever its own timeout; given up, the reply is Flower's ``MESSAGE_UNAVAILABLE``
+    error.  Returns whether it did (a tested flwr)."""
     if not _tested():
         return False
     from flwr.supercore.inflatable import inflatable_utils as pulls
+    limits = dict(initial_backoff=float(initial), backoff_cap=float(cap))
+    if max_time is not None:
+        limits["max_time"] = float(max_time)
     for fn in (pulls.pull_objects, pulls.pull_and_inflate_object_from_tree):
-        fn.__kwdefaults__.update(initial_backoff=float(initial), backoff_cap=float(cap))
+        fn.__kwdefaults__.update(limits)
     return True

@@ -12,8 +12,10 @@ SuperNodes (Flower's default is 2; the example has 5) and raises at once if not,
 the command that fixes it: otherwise the solve would wait ``client-timeout`` for sites
 that do not exist, then end ``client_failure``.
 
-``pull-backoff`` (run config, seconds; 0 keeps flwr's 1 s): the first retry when a
-site's reply is pulled before all of it has arrived at the SuperLink
+``pull-backoff`` (run config, seconds; 0 keeps flwr's waits): the first retry when a
+site's reply is pulled before all of it has arrived at the SuperLink (flwr: 1 s), and a
+reply that never arrives whole is given up after ``resend-after`` seconds (flwr: when
+the SuperLink's push session expires, 180 s) and asked again
 (:func:`constrfl.flower.waits.shorten_object_pulls`, in the ServerApp's process, on a
 tested flwr)."""
 import json
@@ -61,7 +63,8 @@ def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
     method, tol, options = task.solve_options(cfg)
     if float(cfg.get("pull-backoff", 0)) > 0:
-        waits.shorten_object_pulls(float(cfg["pull-backoff"]))
+        waits.shorten_object_pulls(float(cfg["pull-backoff"]), max_time=min(
+            float(cfg["resend-after"]), float(cfg["client-timeout"])))
     check_simulation_size(grid, int(cfg["num-sites"]))
     out = cfg["output-dir"] or str(task.sites_dir(cfg) / "result")
     t0, marks = time.perf_counter(), []
