@@ -124,7 +124,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
         tau, iterations, beta = s.inner.tau, s.inner.iterations, s.beta
         certificate = s.inner.certificate
-        following_beta = next_beta(s.history, beta, beta_max, eps2)
+        following_beta = next_beta(s.history, beta, beta_max, eps)
         # τ_{k+1} depends on this round's KKT residuals (tau_rel): set once they are in
         replies, following = _start(fed, inner, k + 1, w_new, following_beta, np.nan,
                                     update=True, previous=s.inner)
@@ -209,15 +209,24 @@ def _recorded(kkt):
     return {key: getattr(kkt, key) for key in KKT.RECORDED}
 
 
-def next_beta(history, beta, beta_max, eps2):
-    """The penalty of the next subproblem: β ← min(10β, β_max) when the violation at
-    the newest iterate exceeds ε₂ and fell by less than 4× over the last outer
-    iteration (the classic augmented-Lagrangian rule, Nocedal & Wright, Framework 17.3:
-    update the multipliers when the violation fell enough, else raise the penalty).
+def next_beta(history, beta, beta_max, eps):
+    """The penalty of the next subproblem: β ← min(10β, β_max) when, over the last outer
+    iteration,
+
+    * the violation at the newest iterate exceeds ε₂ and fell by less than 4× (the
+      classic augmented-Lagrangian rule, Nocedal & Wright, Framework 17.3: update the
+      multipliers when the violation fell enough, else raise the penalty), or
+    * the stationarity exceeds ε₁ and the step ‖wᵏ⁺¹ − wᵏ‖∞ fell by less than 2×: the
+      proximal point iteration contracts like 1/(1 + βσ) on a σ-strongly convex
+      problem, so a slow contraction says β is small against the curvature (measured:
+      NP with ridge 1e-3 at d = 2,000, 35 outer iterations at β = 100, 7 with the rule).
+
     Early subproblems with a small β are well conditioned; the multiplier steps then
     make the final, larger-β ones nearly feasible from the start."""
-    if not history or beta >= beta_max:
+    if len(history) < 2 or beta >= beta_max:
         return beta
-    f = history[-1]["feasibility"]
-    before = history[-2]["feasibility"] if len(history) > 1 else np.inf
-    return min(10.0 * beta, beta_max) if f > eps2 and f > 0.25 * before else beta
+    eps1, eps2 = eps
+    last, before = history[-1], history[-2]
+    infeasible = last["feasibility"] > eps2 and last["feasibility"] > 0.25 * before["feasibility"]
+    slow = last["stationarity"] > eps1 and last["step"] > 0.5 * before["step"]
+    return min(10.0 * beta, beta_max) if infeasible or slow else beta
