@@ -177,7 +177,8 @@ def _inner_solver(problem, method, settings, fed, eps):
         return Newton(problem.regularizer, settings.max_inner, batch=1)
     if isinstance(settings, NewtonSettings):
         return Newton(problem.regularizer, settings.max_inner,
-                      cg=settings.inner == "newton-cg")
+                      cg=settings.inner == "newton-cg",
+                      basis=settings.inner == "newton-basis")
     return ADMM(fed.clients, settings.client_rhos(problem), problem.regularizer, eps,
                 max_iter=settings.max_inner, adaptive_rho=settings.adaptive_rho,
                 local_max_iter=settings.local_max_iter, local_solver=settings.local_solver)

@@ -39,7 +39,7 @@ __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings"
 METHODS = ("fedproxal", "cproxal")
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
              "feddualavg", "fedmid-osp", "feddualavg-osp")
-INNER = ("auto", "admm", "newton", "newton-cg")
+INNER = ("auto", "admm", "newton", "newton-cg", "newton-basis")
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
 #: d(d+1)/2 floats a client and round, stays below 1 MB)
 AUTO_NEWTON_MAX_DIM = 500
@@ -125,9 +125,10 @@ class OuterSettings(_Record):
 @dataclass(frozen=True)
 class NewtonSettings(OuterSettings):
     """``fedproxal`` with ``inner="newton"`` (each client uploads its local AL value,
-    gradient and Hessian, d(d+1)/2 floats, one round a step) or ``"newton-cg"`` (a round
-    of Hessian-vector products per CG iteration, d floats up; needs a smooth P), and
-    ``cproxal``.  β grows tenfold, up to ``beta_max``, after an outer iteration that cut
+    gradient and Hessian, d(d+1)/2 floats, one round a step), ``"newton-cg"`` (a round
+    of Hessian-vector products per CG iteration, d floats up; needs a smooth P) or
+    ``"newton-basis"`` (the Hessian in the party's row basis, sent once; r(r+1)/2 floats
+    a step for r independent rows; needs a smooth P), and ``cproxal``.  β grows tenfold, up to ``beta_max``, after an outer iteration that cut
     the violation by less than 4× (:func:`constrfl.solvers.proxal.next_beta`)."""
 
     #: first penalty β > 0 of the augmented Lagrangian
@@ -136,7 +137,8 @@ class NewtonSettings(OuterSettings):
     max_inner: int = 10000
     #: cap of the β schedule (``beta_max=beta`` keeps β fixed, as in the paper)
     beta_max: float = 1e4
-    #: ``"newton"`` or ``"newton-cg"`` (``cproxal``: ``"newton"``, on the pooled data)
+    #: ``"newton"``, ``"newton-cg"`` or ``"newton-basis"`` (``cproxal``: ``"newton"``,
+    #: on the pooled data)
     inner: str = "newton"
 
     def __post_init__(self):
@@ -144,9 +146,10 @@ class NewtonSettings(OuterSettings):
         self._set("beta", positive(self.beta, "beta"))
         self._set("max_inner", count(self.max_inner, "max_inner"))
         self._set("beta_max", positive(self.beta_max, "beta_max"))
-        if self.inner not in ("newton", "newton-cg"):
-            raise ValueError(f"NewtonSettings: inner must be 'newton' or 'newton-cg', got "
-                             f"{self.inner!r} (inner='admm': ADMMSettings)")
+        if self.inner not in ("newton", "newton-cg", "newton-basis"):
+            raise ValueError(f"NewtonSettings: inner must be 'newton', 'newton-cg' or "
+                             f"'newton-basis', got {self.inner!r} (inner='admm': "
+                             f"ADMMSettings)")
 
 
 @dataclass(frozen=True)

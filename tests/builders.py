@@ -1,9 +1,28 @@
 """Small problem instances shared by the tests (synthetic, no files needed)."""
 import numpy as np
 
+from constrfl import prox
 from constrfl.problems import lcqp, neyman_pearson
 from constrfl.problems.datasets import make_classification
 from constrfl.problems.partition import stratified_split
+
+
+WIDE_DIM, WIDE_CLIENTS, WIDE_ROWS = 120, 6, 30    # fewer rows a client than d/2
+
+
+def wide_np(server_rows=0, seed=0):
+    """NP (30) with more features than a client has rows (``inner="newton-basis"``
+    sends row bases), ridge 1e-2; returns ``((data, server_data), problem)``."""
+    data = make_classification(n_samples=WIDE_CLIENTS * WIDE_ROWS, n_features=WIDE_DIM - 1,
+                               seed=seed)
+    server = None
+    if server_rows:
+        sv = make_classification(n_samples=server_rows, n_features=WIDE_DIM - 1,
+                                 seed=seed + 1)
+        server = (sv.X, sv.y)
+    ids = stratified_split(data.y, WIDE_CLIENTS, seed=seed)
+    return (data, server), neyman_pearson(data.X, data.y, ids, 0.3, server_data=server,
+                                          regularizer=prox.SquaredL2(1e-2))
 
 
 def np_problem(n_clients, r=0.4, rows=600, server_separation=None, regularizer=None, seed=0):

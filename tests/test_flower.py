@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import constrfl as cf
-from builders import lcqp_problem, np_problem
+from builders import lcqp_problem, np_problem, wide_np
 
 NP = np_problem(5, 0.4, server_separation=0.7)
 LCQP = lcqp_problem()
@@ -177,6 +177,15 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
     assert got.rounds > 0 and got.history
     if case.startswith("newton"):
         assert got.status == "optimal"
+
+
+def test_newton_basis_equals_solve_bit_for_bit():
+    """The row bases and the cores of ``inner="newton-basis"`` cross the codec exactly."""
+    _, prob = wide_np(server_rows=40)
+    expected = cf.solve(prob, tol=1e-6, inner="newton-basis")
+    got = simulate(prob, tol=1e-6, inner="newton-basis")
+    assert_same(expected, got)
+    assert got.status == "optimal"
 
 
 @pytest.mark.parametrize("method", cf.BASELINES)

@@ -32,7 +32,7 @@ def test_records_are_frozen_and_replace_checks_like_the_constructor():
         s.beta = 1.0
     with pytest.raises(ValueError, match="beta must be a finite positive number"):
         s.replace(beta=0.0)
-    with pytest.raises(ValueError, match="inner must be 'newton' or 'newton-cg'"):
+    with pytest.raises(ValueError, match="inner must be 'newton', 'newton-cg' or 'newton-basis'"):
         s.replace(inner="admm")
 
 

@@ -126,7 +126,7 @@ def test_options_belong_to_their_method():
     p = np_problem(2, 0.4, rows=200)
     with pytest.raises(TypeError, match=r"do not apply to method 'fedavg': \['beta'\]"):
         cf.solve(p, method="fedavg", beta=300.0, penalty="quadratic")
-    with pytest.raises(ValueError, match=r"inner must be one of \('auto', 'admm', 'newton', 'newton-cg'\)"):
+    with pytest.raises(ValueError, match=r"inner must be one of \('auto', 'admm', 'newton', 'newton-cg', 'newton-basis'\)"):
         cf.solve(p, inner="bfgs")
     with pytest.raises(TypeError, match=r"with inner='newton', chosen by inner='auto' for "
                                         r"d=\d+: \['rho'\]"):

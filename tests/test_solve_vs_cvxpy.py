@@ -53,7 +53,7 @@ NONSMOOTH = ("np_l1", "np_box")          # Newton-CG needs a smooth regularizer
 def test_matches_cvxpy(case, solver):
     p = problem(case)
     if solver.endswith("-cg") and case in NONSMOOTH:
-        with pytest.raises(ValueError, match="Newton-CG needs a smooth regularizer"):
+        with pytest.raises(ValueError, match="'newton-cg' needs a smooth regularizer"):
             cf.solve(p, **SOLVERS[solver])
         return
     res = cf.solve(p, tol=1e-6, **SOLVERS[solver])

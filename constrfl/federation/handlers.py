@@ -29,6 +29,9 @@ docs/algorithms.md):
   eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
 * ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
   the gradient at w, with 2 also the upper triangle of its Hessian.
+* ``newton.eval`` with ``basis``: the Hessian as the core Cᵢ of its row basis (B1),
+  r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`).
+* ``newton.basis`` {start, count}: those columns of the party's row basis B.
 * ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
   generalized Hessian at w times v (the Hessian-free Newton-CG; d floats up).
 * ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
@@ -49,6 +52,7 @@ import numpy as np
 from ..kernels import max_abs_diff, metric_solve, metric_times
 from ..kkt import definition1, party_share
 from ..result import Multipliers
+from ..rowspace import basis_core, row_basis
 from ..scaling import column_stats, scaled_party, scaled_regularizer
 from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from ..solvers.local import minimize_smooth, woodbury_solve
@@ -358,13 +362,19 @@ def _block_step(state, party, w, rho_next, tol):
 
 def _evaluate(term, msg):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
-    and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks."""
-    order = msg["order"]
-    val, g, H = term(msg["w"], order)
+    and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks; with
+    ``basis`` the Hessian as its core in the party's row basis where it has one."""
+    order, w = msg["order"], msg["w"]
+    core = None
+    if order >= 2 and msg.get("basis"):
+        core = basis_core(term.party, w, term.beta, term.mu, term.objective)
+    val, g, H = term(w, 1 if core is not None else order)
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
         reply["grad"] = g
-    if order >= 2 and H is not None:        # no Hessian: the server goes quasi-Newton
+    if core is not None:
+        reply["core"] = pack_upper(core)
+    elif order >= 2 and H is not None:      # no Hessian: the server goes quasi-Newton
         reply["hess"] = pack_upper(H)
     return reply
 
@@ -387,6 +397,16 @@ def newton_hvp(msg, state, site):
         eps = 1e-7 * (1.0 + float(np.max(np.abs(w)))) / max(float(np.max(np.abs(v))), 1e-300)
         Hv = (term(w + eps * v, 1)[1] - term(w, 1)[1]) / eps
     return {"hv": Hv}, state
+
+
+@handles(M.NEWTON_BASIS)
+def newton_basis(msg, state, site):
+    """Columns ``start`` to ``start + count`` of the party's row basis B (B1), as rows
+    (none without a basis or past its rank)."""
+    basis = row_basis(site.party)
+    B = np.zeros((0, 0)) if basis is None else basis[0]
+    return {"basis": np.ascontiguousarray(B.T[msg["start"]:msg["start"] + msg["count"]])
+            .ravel()}, state
 
 
 def _violation_term(party):

@@ -35,6 +35,7 @@ class MessageType:
     ADMM_STEP = "admm.step"        # Algorithm 2: (22), (19), (20)
     NEWTON_EVAL = "newton.eval"    # ALᵢ at trial points (+ gradient, Hessian)
     NEWTON_HVP = "newton.hvp"      # ∇²ALᵢ(w) v, for Newton-CG
+    NEWTON_BASIS = "newton.basis"  # columns of the party's row basis (newton-basis)
     FEAS_EVAL = "feas.eval"        # ‖[cᵢ]₊‖² + ‖hᵢ‖² likewise (infeasibility check)
     SGD_TRAIN = "sgd.train"        # FedAvg/FedOpt/FedMid(-OSP) clients: K local steps
     DUAL_TRAIN = "dual.train"      # FedDualAvg clients

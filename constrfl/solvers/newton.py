@@ -26,6 +26,12 @@ no traffic, one trial per round.
 Newton-CG (``inner="newton-cg"``, a smooth P): no Hessians travel; the Newton direction
 is found by conjugate gradients, one round per Hessian-vector product (d floats up per
 owner), truncated by a forcing term (:meth:`Newton._cg`).  For large d.
+
+Newton in the row bases (``inner="newton-basis"``, a smooth P): a party of row losses
+sends its Hessian as the r×r core of (B1) (:mod:`constrfl.rowspace`), r its number of
+independent rows, and once, in the first rounds (``newton.basis``), the basis itself;
+the server's step is (B2)–(B3) (:mod:`.subspace`).  The same steps as ``"newton"`` at
+O(d·k + r²) floats a round.
 """
 from __future__ import annotations
 
@@ -36,8 +42,10 @@ import numpy as np
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M, trial_points, unpack_upper
 from ..prox import SquaredL2, Zero
+from ..rowspace import BASIS_COLUMNS
 from .local import accept_step, newton_direction
 from .proxstep import prox_newton_point
+from .subspace import BasisModel
 
 __all__ = ["Newton", "NewtonState", "STALL_STEPS"]
 
@@ -55,7 +63,9 @@ class NewtonState:
     x: np.ndarray
     f: float = np.nan                 # ψ(x)
     g: np.ndarray | None = None       # ∇ψ(x); None: x still to be evaluated
-    H: np.ndarray | None = None       # ∇²ψ(x), or the BFGS model
+    H: np.ndarray | None = None       # ∇²ψ(x), or the BFGS model (newton-basis: H_D)
+    cores: dict | None = None         # newton-basis: each party's core Cᵢ at x (B1)
+    bases: dict | None = None         # newton-basis: each party's Bᵢᵀ received so far
     r: float = np.inf                 # dist∞(0, ∇ψ(x) + ∂P(x))
     iterations: int = 0               # Newton steps taken
     quasi: bool = False               # BFGS model instead of Hessians
@@ -77,23 +87,28 @@ class Newton:
     """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
 
     def __init__(self, regularizer, max_iter=10000, batch=4, message_type=M.NEWTON_EVAL,
-                 cg=False, max_cg=250):
+                 cg=False, max_cg=250, basis=False):
         self.ridge = regularizer.lam if isinstance(regularizer, SquaredL2) else 0.0
         self.P = Zero() if isinstance(regularizer, (Zero, SquaredL2)) else regularizer
-        if cg and not isinstance(self.P, Zero):
-            raise ValueError(f"Newton-CG needs a smooth regularizer (none or SquaredL2), "
-                             f"got {regularizer!r}; use inner='admm' or 'newton'")
+        if (cg or basis) and not isinstance(self.P, Zero):
+            name = "newton-cg" if cg else "newton-basis"
+            raise ValueError(f"inner={name!r} needs a smooth regularizer (none or "
+                             f"SquaredL2), got {regularizer!r}; use inner='admm' or 'newton'")
         self.max_iter, self.batch, self.cg, self.max_cg = max_iter, batch, cg, max_cg
         self.start_type = message_type
         # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
         self.order = 1 if cg else 2
+        self.flags = {"basis": True} if basis else {}
+        self.model = BasisModel() if basis else None
         self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
     def start_message(self, k, beta, previous=None):
-        return {"order": self.order}, None
+        return {"order": self.order, **self.flags}, None
 
     def begin(self, replies, wk, tau, beta, previous=None):
         s = NewtonState(wk=wk, tau=tau, x=wk)
+        if self.model is not None:
+            s.bases = {} if previous is None else previous.bases
         self._take(s, replies, wk, beta, hessian=self.order == 2)
         return s
 
@@ -110,18 +125,26 @@ class Newton:
     def _take(self, s, replies, x, beta, f=None, hessian=True):
         """Move to x with the replies' value, gradient and (if they carry one) Hessian
         there; without Hessians from every owner, the BFGS model."""
-        replies = list(replies.values()) if isinstance(replies, dict) else replies
+        named = replies
+        replies = list(replies.values())
         g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
-        if all("hess" in r for r in replies):
+        cores = None
+        if all("hess" in r or "core" in r for r in replies) and any("core" in r for r in
+                                                                    replies):
+            dense = [r["hess"] for r in replies if "hess" in r]
+            H = unpack_upper(sum(dense), x.size) if dense else None
+            cores = {n: unpack_upper(r["core"], _side(r["core"].size))
+                     for n, r in named.items() if "core" in r}
+        elif all("hess" in r for r in replies):
             H = unpack_upper(sum(r["hess"] for r in replies), x.size)
             H.flat[::x.size + 1] += 1.0 / beta + self.ridge
         elif hessian or s.quasi:                # asked for, but some owner has none
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
-        s.x, s.g, s.H = x, g, H
+        s.x, s.g, s.H, s.cores = x, g, H, cores
         s.f = self._psi_values(replies, [x], s, beta)[0] if f is None else f
         s.r = self.P.dist(x, g)
         F = s.f + self.P.value(x)
@@ -154,10 +177,13 @@ class Newton:
             if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter
                                     or s.since >= STALL_STEPS):
                 return s.x, s.r <= s.tau
-            if s.g is None or (s.H is None and not self.cg):   # evaluate at x
-                replies = fed.broadcast(self.start_type, {"w": s.x, "order": self.order},
+            if s.g is None or (s.H is None and s.cores is None and not self.cg):
+                replies = fed.broadcast(self.start_type,             # evaluate at x
+                                        {"w": s.x, "order": self.order, **self.flags},
                                         include_server=True)
                 self._take(s, replies, s.x, beta, hessian=self.order == 2)
+                continue
+            if s.cores is not None and self._fetch_bases(fed, s):
                 continue
             if s.z is None:
                 s.z, s.slope = self._step(fed, s, beta)
@@ -165,10 +191,11 @@ class Newton:
             x, z = s.x, s.z
             batch = 1 if s.quasi else self.batch
             w = z if s.t == 1.0 else x + s.t * (z - x)
-            msg = {"w": w, "order": 2 if batch > 1 and not self.cg else 1}
+            msg = {"w": w, "order": 2 if batch > 1 and not self.cg else 1, **self.flags}
             if batch > 1:
                 msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
-            replies = list(fed.broadcast(self.start_type, msg, include_server=True).values())
+            named = fed.broadcast(self.start_type, msg, include_server=True)
+            replies = list(named.values())
             points = trial_points(msg)
             values = self._psi_values(replies, points, s, beta)
             j = self._first_accepted(replies, points, values, s.f + P.value(x), s.slope,
@@ -178,9 +205,9 @@ class Newton:
                 s.stuck = s.t < 1e-12                  # no decrease along the step
                 continue
             if j == 0:
-                self._take(s, replies, w, beta, values[0], hessian=msg["order"] == 2)
+                self._take(s, named, w, beta, values[0], hessian=msg["order"] == 2)
             else:                               # its gradient (and Hessian): next round
-                s.x, s.f, s.g, s.H = points[j], values[j], None, None
+                s.x, s.f, s.g, s.H, s.cores = points[j], values[j], None, None, None
             s.z = None
             s.iterations += 1
 
@@ -189,6 +216,9 @@ class Newton:
         x, g, P = s.x, s.g, self.P
         if self.cg:
             d = self._cg(fed, s, beta)
+        elif s.cores is not None:
+            d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
+                                     1.0 / beta + self.ridge, g)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:
@@ -228,6 +258,24 @@ class Newton:
         s.cg = None
         return c["d"] if c["it"] else -g
 
+    def _fetch_bases(self, fed, s):
+        """One ``newton.basis`` round when a party's basis is not complete yet
+        (``BASIS_COLUMNS`` more columns from each); False when all are."""
+        have = {n: (0 if n not in s.bases else s.bases[n].shape[0]) for n in s.cores}
+        short = [have[n] for n, C in s.cores.items() if have[n] < C.shape[0]]
+        if not short:
+            return False
+        start = min(short)
+        replies = fed.broadcast(M.NEWTON_BASIS, {"start": start, "count": BASIS_COLUMNS},
+                                include_server=True)
+        bases = dict(s.bases)
+        for n, r in replies.items():
+            if n in s.cores and have[n] == start and r["basis"].size:
+                rows = r["basis"].reshape(-1, s.x.size)
+                bases[n] = rows if n not in bases else np.vstack([bases[n], rows])
+        s.bases = bases
+        return True
+
     def _first_accepted(self, replies, points, values, F, slope, t, s, beta):
         """Index of the first accepted trial point (None if none is)."""
         P = self.P
@@ -239,3 +287,8 @@ class Newton:
             if accept_step(val + P.value(x), F, slope, t * 0.5 ** j, r_new, s.r):
                 return j
         return None
+
+
+def _side(packed):
+    """r of an upper triangle of r(r+1)/2 entries."""
+    return int(round((np.sqrt(8 * packed + 1) - 1) / 2))
