@@ -35,6 +35,14 @@ All kernels make one sequential pass over the rows in a fixed order (no
 fastmath, no parallelism), so results are bit-reproducible.  The `*_rows`
 kernels restrict the weighted mean to rows idx (int64, duplicates count
 repeatedly, normalised by sum(s[idx])), for minibatch SGD.
+
+Compilation: numba compiles a kernel on its first call in a process that has no
+cached copy (``cache=True``: kept on disk in ``__pycache__`` or $NUMBA_CACHE_DIR,
+loaded by later processes).  Each compiled function called from another is compiled
+on its own and then again as part of its caller, so the stacked kernels' helpers are
+inlined (``inline="always"``) into the one entry point the solvers call,
+:func:`stacked_evaluate`.  The kernels see one type per argument (float64 arrays,
+C-contiguous; int64 indices): two specializations at most, dense and CSR.
 """
 import functools
 import math
@@ -416,10 +424,9 @@ def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order):
     """:func:`stacked_augmented`'s value at each row of W and, at its last row, the
     gradient (order ≥ 1), Hessian (order 2) and c; whether the values and the sums of
     gradient and Hessian are finite.  One compiled function serves a point's
-    derivatives and the values at the trial points, and its helpers are inlined: a
-    first run compiles it in about half the time the three functions it replaces took
-    (stacked_augmented and stacked_values compiled separately, each over its own
-    compiled stacked_terms, _stacked_gradient, …)."""
+    derivatives and the values at the trial points, its helpers inlined: a first run
+    compiles it in about half the time stacked_augmented and stacked_values took when
+    each was compiled, over compiled helpers of its own (the demo: 1.8 s against 3.4 s)."""
     vals = np.empty(W.shape[0])
     g, c, p, b, h = np.empty(0), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     G = np.empty((0, 0))

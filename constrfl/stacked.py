@@ -131,18 +131,19 @@ class StackedRows:
 
     def values(self, W, beta, mu, objective=True):
         """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
-        out, finite = kernels.stacked_values(*self._args(beta, mu, objective), W)
+        out, _, _, _, finite = kernels.stacked_evaluate(*self._args(beta, mu, objective),
+                                                        W, 0)
         return out if finite else None
 
     def augmented(self, w, order, beta, mu, objective=True):
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
         is not finite (the function-by-function evaluation then names the culprit)."""
-        val, g, H, c, finite = kernels.stacked_augmented(*self._args(beta, mu, objective),
-                                                          w, order)
+        val, g, H, c, finite = kernels.stacked_evaluate(*self._args(beta, mu, objective),
+                                                         w[None], order)
         if not finite:
             return None
-        return val, (g if order >= 1 else None), (H if order >= 2 else None), c
+        return float(val[0]), (g if order >= 1 else None), (H if order >= 2 else None), c
 
     def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
                   max_iter):
