@@ -214,7 +214,7 @@ def _parse(argv):
     ap.add_argument("--preload", action="append", default=None, metavar="MODULE",
                     help="import MODULE before the first task (repeatable; default "
                     "constrfl.flower)")
-    ap.add_argument("--warm-up", default=f"{__name__}:warm_up", metavar="MOD:FUNC",
+    ap.add_argument("--warm-up", default=f"{COMMAND}:warm_up", metavar="MOD:FUNC",
                     help="call FUNC of MOD before the first task (default: load "
                     "constrfl's compiled kernels; none: nothing)")
     ap.add_argument("--task-poll", type=float, default=0.05,

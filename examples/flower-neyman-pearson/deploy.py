@@ -2,7 +2,8 @@
 site on 127.0.0.1, started and stopped by PID.
 
     python deploy.py [--sites 5] [--mode warm|warm-in-process|process|subprocess|simulation]
-                     [--waits short|flwr] [--task-poll SECONDS] [--workdir DIR]
+                     [--waits short|flwr|IDLE,REPLY,TASK] [--task-poll SECONDS]
+                     [--workdir DIR]
                      [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
                      [--kill SITE:N]
 
@@ -77,8 +78,9 @@ QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
 MODES = ("warm", "warm-in-process", "process", "subprocess", "simulation")
 #: constrfl's warm SuperExec, per mode: the ClientApp task mode
 WARM = {"warm": "fork", "warm-in-process": "in-process"}
-#: the SuperNode's waits with --waits short: (idle, reply) seconds (flwr: 3 and 0.5)
-SHORT_WAITS = (0.05, 0.01)
+#: --waits short: the SuperNode's idle and reply waits and the warm SuperExec's task poll
+#: while messages come, in seconds (flwr: 3, 0.5 and FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
+SHORT_WAITS = (0.05, 0.01, 0.05)
 
 
 def free_port():
@@ -147,8 +149,9 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
     result appears within ``timeout``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if waits not in ("short", "flwr"):
-        raise ValueError(f"waits must be 'short' or 'flwr', got {waits!r}")
+    if waits not in ("short", "flwr") and len(waits) != 3:
+        raise ValueError(f"waits must be 'short', 'flwr' or (idle, reply, task), got "
+                         f"{waits!r}")
     if (restart or kill) and mode == "simulation":
         raise ValueError("restart and kill need SuperNodes (not a simulation)")
     work, env = workspace(workdir, "constrfl-np-deploy-")
@@ -159,7 +162,7 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
         env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
     procs = Processes(logs, env)
     say = print if verbose else (lambda *a, **k: None)
-    site_waits = SHORT_WAITS if waits == "short" else None
+    site_waits = {"short": SHORT_WAITS, "flwr": None}.get(waits, waits)
     cpu_lost = {}                        # CPU seconds of the SuperNodes killed
     cpu_at_crash = None                  # CPU seconds of all processes then
     t_start = time.time()
@@ -298,7 +301,8 @@ def run_status(run_id, connection, env):
 def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     """The SuperNode of site ``name`` (and its SuperExec in process isolation: Flower's
     ``flower-superexec`` in mode ``process``, constrfl's warm one in the warm modes).
-    ``waits=(idle, reply)``: the SuperNode is constrfl's with these waits."""
+    ``waits=(idle, reply, task)``: the SuperNode is constrfl's with these waits (and
+    the warm SuperExec polls every ``task`` seconds while tasks come)."""
     port = free_port()
     config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
     node = ["flower-supernode"] if waits is None else [
@@ -313,7 +317,8 @@ def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     if isolated:
         wait_for_port(port)
         exe = (["flower-superexec"] if mode == "process" else
-               [sys.executable, "-m", "constrfl.flower.superexec", "--task-mode", WARM[mode]])
+               [sys.executable, "-m", "constrfl.flower.superexec", "--task-mode", WARM[mode]]
+               + (["--task-poll", str(waits[2])] if waits else []))
         started.append(procs.start(f"superexec-{name}{tag}", exe + [
             "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
     return started
@@ -365,10 +370,11 @@ def main(argv=None):
     ap.add_argument("--mode", choices=MODES, default="warm",
                     help="warm (default): constrfl's warm SuperExec, a forked child per "
                     "message; process: Flower's stock flower-superexec")
-    ap.add_argument("--waits", choices=("short", "flwr"), default="short",
-                    help="short (default): constrfl.flower.supernode with waits "
-                    f"{SHORT_WAITS[0]:g} s idle / {SHORT_WAITS[1]:g} s reply; flwr: "
-                    "flower-supernode (3 s / 0.5 s)")
+    ap.add_argument("--waits", default="short", metavar="short|flwr|IDLE,REPLY,TASK",
+                    help="short (default): constrfl.flower.supernode waiting "
+                    f"{SHORT_WAITS[0]:g} s idle / {SHORT_WAITS[1]:g} s for a reply, the warm "
+                    f"SuperExec polling every {SHORT_WAITS[2]:g} s; flwr: flower-supernode "
+                    "(3 s / 0.5 s); or three numbers")
     ap.add_argument("--task-poll", type=float, default=None,
                     help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0; the "
                     "warm SuperExec polls every 0.05 s while tasks come, backing off to it)")
@@ -384,8 +390,10 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop what we started
     restart, kill = [(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1])) if x else None
                      for x in (a.restart, a.kill)]
+    waits = (a.waits if a.waits in ("short", "flwr")
+             else tuple(float(x) for x in a.waits.split(",")))
     out = deploy(a.workdir, a.sites, a.mode, a.task_poll, a.run_config, a.timeout, a.data,
-                 restart=restart, waits=a.waits, kill=kill)
+                 restart=restart, waits=waits, kill=kill)
     msgs = [t for t in out["trace"] if not t[3].endswith("constrfl_hello")]
     print(f"{len(out['trace'])} messages ran in {len({t[0] for t in out['trace']})} "
           f"ClientApp processes; {out['seconds']:.0f} s from `flwr run` to the result; "
