@@ -174,9 +174,9 @@ def _scaled(problem, fed, s, fresh):
 
 def _inner_solver(problem, method, settings, fed, eps):
     if method == "cproxal":
-        return Newton(problem.regularizer, settings.max_inner, batch=1)
+        return Newton(problem.regularizer, problem.dim, settings.max_inner, batch=1)
     if isinstance(settings, NewtonSettings):
-        return Newton(problem.regularizer, settings.max_inner,
+        return Newton(problem.regularizer, problem.dim, settings.max_inner,
                       cg=settings.inner == "newton-cg",
                       basis=settings.inner == "newton-basis")
     return ADMM(fed.clients, settings.client_rhos(problem), problem.regularizer, eps,

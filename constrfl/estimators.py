@@ -299,6 +299,10 @@ class _CoefPenalty(Regularizer):
         expr, cons = (0.0, []) if self.inner is None else self.inner.cvxpy(u)
         return 0.5 * self.alpha * cp.sum_squares(u) + expr, cons
 
+    def __repr__(self):
+        inner = "" if self.inner is None else f" + {self.inner!r}"
+        return f"the estimator's penalty (½·{self.alpha:g}·‖coef‖²{inner})"
+
     def check_dim(self, dim):
         if not self.k <= dim <= self.k + 1:
             raise ValueError(f"penalty on {self.k} coefficients, problem dimension {dim}")

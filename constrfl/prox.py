@@ -122,6 +122,18 @@ class Regularizer:
         """Separable P only: ``(lo, hi)`` with ``∂P(w) = Π_j [lo_j, hi_j]``."""
         raise NotImplementedError(f"{type(self).__name__} is not separable")
 
+    def ridge_weights(self, dim):
+        """``q`` when ``P(w) = ½ Σⱼ qⱼwⱼ²`` (smooth: none, a ridge, a weighted ridge, an
+        estimator's penalty on its coefficients), else None: the Newton solvers fold
+        such a P into the smooth part ψ."""
+        pieces = self.pieces(dim)
+        if pieces is None:
+            return None
+        q, lam, lo, hi = pieces
+        if lam.any() or np.isfinite(lo).any() or np.isfinite(hi).any():
+            return None
+        return q
+
     def dist(self, w, g, atol=0.0):
         """``dist∞(0, g + ∂P(w))``; for a separable P from its subgradient intervals."""
         w = np.asarray(w, dtype=np.float64)

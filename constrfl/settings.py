@@ -29,7 +29,6 @@ import numpy as np
 from . import status as st
 from .control import count, positive, real
 from .federation.handlers import CORRECTION_NAMES
-from .prox import SquaredL2, Zero
 from .result import SolveResult
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",
@@ -382,11 +381,14 @@ def _interval(name, value, low, high, closed_low=True, closed_high=True):
 def choose_inner(dim, regularizer):
     """What ``inner="auto"`` runs (measured in validation/bench.py): ``"newton"`` up to
     d = ``AUTO_NEWTON_MAX_DIM`` (tens of rounds where the ADMM needs hundreds), then
-    ``"newton-cg"`` when P is smooth (none or SquaredL2: O(d) floats a round), else
-    ``"admm"``."""
+    ``"newton-cg"`` when P is smooth (none or a ridge, weighted or an estimator's:
+    :meth:`~constrfl.prox.Regularizer.ridge_weights`; O(d) floats a round), else
+    ``"admm"``.  ``"newton-basis"`` (fewer rounds, more server algebra: d²·R flops a
+    step for parties of R rows in all) is not chosen for the user: the server cannot
+    see the parties' rows or sparsity."""
     if dim <= AUTO_NEWTON_MAX_DIM:
         return "newton"
-    return "newton-cg" if isinstance(regularizer, (Zero, SquaredL2)) else "admm"
+    return "newton-cg" if regularizer.ridge_weights(dim) is not None else "admm"
 
 
 def settings_for(method, options, problem):

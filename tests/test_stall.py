@@ -44,6 +44,8 @@ def test_a_tolerance_below_the_rounding_level_ends_optimal_inaccurate():
 
 
 def test_far_beyond_the_rounding_level_it_is_a_numerical_error():
-    res = cf.solve(_ill_conditioned(1e11), tol=1e-6)
+    problem = _ill_conditioned(1e12)
+    res = cf.solve(problem, tol=1e-6)
     assert res.status == st.NUMERICAL_ERROR
     assert "changed neither w nor the multipliers" in res.message
+    assert cf.kkt(problem, res.w, res.multipliers).stationarity > st.INACCURATE_FACTOR * 1e-6

@@ -92,15 +92,15 @@ def domain(P, dim):
     return Box(*pieces[2:])
 
 
-def violation_check(problem, fed, s, eps2, cg=False):
+def violation_check(problem, fed, s, eps2, cg=False, basis=False):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
     the problem is proven infeasible, else record the evidence in the history, take the
     penalty step (:func:`_penalty_step`) and return None.  ``cg``: by Newton-CG (no
-    Hessians travel) where dom P is everything."""
+    Hessians travel) or ``basis`` (Hessians in the row bases) where dom P is everything."""
     dom = domain(problem.regularizer, s.w.size)
-    newton = Newton(dom, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
-                    cg=cg and isinstance(dom, Zero))
-    replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, "order": newton.order},
+    newton = Newton(dom, s.w.size, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
+                    cg=cg and isinstance(dom, Zero), basis=basis and isinstance(dom, Zero))
+    replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, **newton.start_message(0, np.inf)[0]},
                             include_server=True)
     sub = newton.begin(replies, s.w, STATIONARY, np.inf)
     w, _ = newton.run(fed, sub, np.inf)

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M, trial_points, unpack_upper
-from ..prox import SquaredL2, Zero
+from ..prox import Zero
 from ..rowspace import BASIS_COLUMNS
 from .local import accept_step, newton_direction
 from .proxstep import prox_newton_point
@@ -86,14 +86,17 @@ class NewtonState:
 class Newton:
     """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
 
-    def __init__(self, regularizer, max_iter=10000, batch=4, message_type=M.NEWTON_EVAL,
-                 cg=False, max_cg=250, basis=False):
-        self.ridge = regularizer.lam if isinstance(regularizer, SquaredL2) else 0.0
-        self.P = Zero() if isinstance(regularizer, (Zero, SquaredL2)) else regularizer
-        if (cg or basis) and not isinstance(self.P, Zero):
+    def __init__(self, regularizer, dim, max_iter=10000, batch=4,
+                 message_type=M.NEWTON_EVAL, cg=False, max_cg=250, basis=False):
+        q = regularizer.ridge_weights(dim)
+        # a smooth P = ½Σqⱼxⱼ² is folded into ψ (a scalar for a plain ridge)
+        self.ridge = 0.0 if q is None else (q[0] if np.all(q == q[0]) else q)
+        self.P = regularizer if q is None else Zero()
+        if (cg or basis) and q is None:
             name = "newton-cg" if cg else "newton-basis"
-            raise ValueError(f"inner={name!r} needs a smooth regularizer (none or "
-                             f"SquaredL2), got {regularizer!r}; use inner='admm' or 'newton'")
+            raise ValueError(f"inner={name!r} needs a smooth regularizer (none or a ridge "
+                             f"such as SquaredL2), got {regularizer!r}; use inner='admm' "
+                             f"or 'newton'")
         self.max_iter, self.batch, self.cg, self.max_cg = max_iter, batch, cg, max_cg
         self.start_type = message_type
         # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
@@ -119,8 +122,13 @@ class Newton:
         for j, x in enumerate(points):
             d = x - s.wk
             out.append(sum(r["values"][j] for r in replies)
-                       + 0.5 / beta * float(d @ d) + 0.5 * self.ridge * float(x @ x))
+                       + 0.5 / beta * float(d @ d) + self._ridge_value(x))
         return out
+
+    def _ridge_value(self, x):
+        if np.ndim(self.ridge):
+            return 0.5 * float(x @ (self.ridge * x))
+        return 0.5 * self.ridge * float(x @ x)
 
     def _take(self, s, replies, x, beta, f=None, hessian=True):
         """Move to x with the replies' value, gradient and (if they carry one) Hessian
@@ -201,7 +209,8 @@ class Newton:
             j = self._first_accepted(replies, points, values, s.f + P.value(x), s.slope,
                                      s.t, s, beta)
             if j is None:
-                s.t *= 0.5 ** batch
+                s.t = _next_length(s.t * 0.5 ** (batch - 1), values[-1] + P.value(points[-1])
+                                   - s.f - P.value(x), s.slope)
                 s.stuck = s.t < 1e-12                  # no decrease along the step
                 continue
             if j == 0:
@@ -287,6 +296,17 @@ class Newton:
             if accept_step(val + P.value(x), F, slope, t * 0.5 ** j, r_new, s.r):
                 return j
         return None
+
+
+def _next_length(t, rise, slope):
+    """The step length to try after a batch whose shortest length t raised the
+    composite objective by ``rise`` (no Armijo decrease): the minimizer −slope/c of the
+    quadratic through the slope at 0 and that value (Nocedal & Wright §3.5), at most t/2
+    and at least t/2¹⁰.  Past a constraint that turns active along the step the
+    objective is steeply quadratic, and halving would take many rounds to get there."""
+    c = 2.0 * (rise - slope * t) / (t * t)
+    guess = -slope / c if c > 0 else 0.5 * t
+    return float(min(max(guess, t / 1024.0), 0.5 * t))
 
 
 def _side(packed):

@@ -12,7 +12,8 @@ G = [B₁ … B_N] = QT (thin QR, done once a solve; Bᵢ = QTᵢ), and
     d = Q y − (g − QQᵀg)/μ,   (Σᵢ TᵢCᵢTᵢᵀ + μI) y = −Qᵀg,                         (B3)
 
 an R×R system (T is block upper triangular: Tᵢ has as many rows as the bases up to
-its own).  Otherwise the d×d sum (B2) and its Cholesky factorization.
+its own).  Otherwise (or with a weighted ridge, μ a vector) the d×d sum (B2) and its
+Cholesky factorization.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class BasisModel:
         (rᵢ × d), ``cores`` to Cᵢ, ``dense`` is H_D or None."""
         names = sorted(cores)
         R, d = sum(cores[n].shape[0] for n in names), g.size
-        if dense is not None or R >= d:
+        if dense is not None or R >= d or np.ndim(mu):
             H = np.zeros((d, d)) if dense is None else dense.copy()
             for n in names:
                 H += bases[n].T @ (cores[n] @ bases[n])
