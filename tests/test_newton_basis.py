@@ -159,3 +159,31 @@ def test_needs_a_smooth_regularizer():
     p.regularizer = prox.L1(0.01)
     with pytest.raises(ValueError, match="inner='newton-basis' needs a smooth regularizer"):
         cf.solve(p, inner="newton-basis")
+
+
+def test_interrupted_in_the_basis_rounds_resumes_bit_for_bit(monkeypatch, tmp_path):
+    """A solve interrupted while the bases are still arriving (8 columns a round here),
+    saved and loaded, resumes to the uninterrupted solve bit for bit: the bases received
+    so far are solver state."""
+    from constrfl.federation import base
+    from constrfl.solvers import newton
+    monkeypatch.setattr(newton, "BASIS_COLUMNS", 8)
+    _, p = wide_np()
+    full = cf.solve(p, inner="newton-basis")
+    original, seen = base.Federation.broadcast, []
+
+    def interrupt(self, kind, payload, *args, **kwargs):
+        if kind == "newton.basis":
+            seen.append(kind)
+            if len(seen) == 3:
+                raise KeyboardInterrupt
+        return original(self, kind, payload, *args, **kwargs)
+    monkeypatch.setattr(base.Federation, "broadcast", interrupt)
+    part = cf.solve(p, inner="newton-basis")
+    monkeypatch.setattr(base.Federation, "broadcast", original)
+    assert part.status == "interrupted"
+    back = cf.load_result(part.save(tmp_path / "part"))
+    again = cf.solve(p, resume=back)
+    assert again.w.tobytes() == full.w.tobytes()
+    assert (again.rounds, again.bytes_up, again.bytes_down, again.inner_iterations) == \
+        (full.rounds, full.bytes_up, full.bytes_down, full.inner_iterations)
