@@ -37,3 +37,20 @@ def test_output_options_exclude_each_other(capsys):
 def test_out_dir_is_ignored_by_git():
     ignore = (Path(__file__).resolve().parents[1] / ".gitignore").read_text().split()
     assert "validation/out/" in ignore
+
+
+def test_bench_highdim_quick_writes_its_table(tmp_path):
+    """bench.py --highdim --quick: one tiny row (ours and Clarabel) in this process,
+    written as bench_highdim.md; the full run's case list without solving it."""
+    import bench
+    rows = bench.main(["--highdim", "--quick", "--out-dir", str(tmp_path)])
+    text = (tmp_path / "bench_highdim.md").read_text()
+    assert "| up: mean / max (·d) |" in text and "peak MB" in text
+    assert [r[1].split(" (")[0] for r in rows] == ["cvxpy/Clarabel", "defaults"]
+    assert all(r[2] == "optimal" for r in rows), rows
+    cases = {name: [label for label, _ in solvers]
+             for name, _, _, _, solvers in bench.hd_cases()}
+    assert len(cases) == 3 + 4 + 1
+    basis = [name for name, labels in cases.items() if 'inner="newton-basis"' in labels]
+    assert len(basis) == 4 and "d=20,000" in basis[-1] and "ridge" in basis[-1]
+    assert bench.basis_memory_gb(20000, 5000) >= 4.0 > bench.basis_memory_gb(5000, 4000)

@@ -11,6 +11,17 @@ defaults), against cvxpy/Clarabel on the pooled problem timed in the same run:
 
     python validation/bench.py [--data DIR] [--repeats 3] [--max-time 300]
     python validation/bench.py --quick         # smoke run: breast-cancer n = 10, 1 repeat
+    python validation/bench.py --highdim [--max-time 300] [--update-results]
+
+``--highdim`` runs issue 20's high-dimensional rows instead and writes
+``bench_highdim.md``: NP dense d = 1,000 / 2,000 / 5,000 (20 clients x 200 rows, ridge
+1e-3) with the defaults, ``inner="newton-basis"`` and ``inner="newton-cg"``; NP sparse
+d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with ridge 1e-2 and L1 1e-3 (defaults;
+newton-basis for ridge at d = 20,000 when its estimated memory is below
+``--basis-memory-gb``); ``NeymanPearsonClassifier(0.3)`` on sparse X (3,000 x 2,000);
+Clarabel on each pooled problem.  Every call runs in its own spawned process (peak
+memory of its own; killed 30 s past its time limit).  ``--highdim --quick``: one tiny
+row, in this process (the test's smoke run).
 
 Writes ``bench.md`` into ``--out-dir`` (default ``validation/out/``, not committed);
 ``--update-results`` replaces the committed ``validation/results/bench.md`` (the README's
@@ -45,12 +56,13 @@ SLOW = 20.0
 SOLVERS = {"defaults": dict(), 'inner="admm"': dict(inner="admm")}
 
 
-def _synthetic(n, rows, d):
+def _synthetic(n, rows, d, regularizer=None):
     data = make_classification(n_samples=n * rows, n_features=d - 1, seed=0)
-    return neyman_pearson(data.X, data.y, stratified_split(data.y, n, seed=0), 0.2)
+    return neyman_pearson(data.X, data.y, stratified_split(data.y, n, seed=0), 0.2,
+                          regularizer=regularizer)
 
 
-def _sparse(n=10, rows=500, d=5000, density=0.01):
+def _sparse(n=10, rows=500, d=5000, density=0.01, regularizer=None):
     rng = np.random.default_rng(0)
     X = sp.random(n * rows, d - 1, density=density, random_state=rng, format="csr")
     X.data = rng.standard_normal(X.nnz)
@@ -59,7 +71,7 @@ def _sparse(n=10, rows=500, d=5000, density=0.01):
     y = (X @ coef + 0.5 * rng.standard_normal(n * rows) > 0).astype(int)
     X = sp.hstack([X, np.ones((n * rows, 1))], format="csr")
     return neyman_pearson(X, y, stratified_split(y, n, seed=0), 0.3,
-                          regularizer=prox.SquaredL2(1e-2))
+                          regularizer=regularizer or prox.SquaredL2(1e-2))
 
 
 def cases(data, quick=False):
@@ -97,6 +109,281 @@ def fair_adult(data, opts, max_time):
     return est.result_
 
 
+
+# -- the high-dimensional rows (issue 20, --highdim) ------------------------------------------
+
+HD_FILE = "bench_highdim.md"
+HD_DENSE = (1000, 2000, 5000)               # 20 clients x 200 rows, ridge 1e-3
+HD_SPARSE = (20000, 100000)                 # 10 clients x 500 rows, 0.1% nonzeros
+HD_REGULARIZERS = {"ridge 1e-2": ("l2", 1e-2), "L1 1e-3": ("l1", 1e-3)}
+HD_GRACE = 30.0                             # seconds past --max-time before a kill
+BASIS_MEMORY_FACTOR = 5     # d x R float arrays newton-basis holds at its peak (R < d)
+
+
+def _regularizer(spec):
+    kind, lam = spec
+    return {"l2": prox.SquaredL2, "l1": prox.L1}[kind](lam)
+
+
+def _estimator_data():
+    """X (3,000 x 2,000, 1% nonzeros, standard normal values), y from a 50-sparse linear
+    model plus noise, 5 clients of 600 rows (issue 20's sparse estimator case)."""
+    rng = np.random.default_rng(0)
+    n, d = 3000, 2000
+    X = sp.random(n, d, density=0.01, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.nnz)
+    coef = np.zeros(d)
+    coef[rng.choice(d, 50, replace=False)] = 3 * rng.standard_normal(50)
+    y = (X @ coef + 0.5 * rng.standard_normal(n) > 0).astype(int)
+    return X, y, np.repeat(np.arange(5), n // 5)
+
+
+def hd_problem(build):
+    """The problem of a high-dimensional case from its (picklable) description."""
+    kind = build[0]
+    if kind == "dense":                     # ("dense", n, rows, d)
+        return _synthetic(*build[1:], regularizer=prox.SquaredL2(1e-3))
+    if kind == "sparse":                    # ("sparse", d, regularizer spec)
+        return _sparse(10, 500, build[1], 0.001, regularizer=_regularizer(build[2]))
+    if kind == "estimator":                 # the problem NeymanPearsonClassifier solves
+        captured = {}
+        original = cf.problems.neyman_pearson
+
+        def capture(*args, **kwargs):
+            captured["problem"] = original(*args, **kwargs)
+            raise _Captured
+        cf.problems.neyman_pearson = capture
+        try:
+            X, y, ids = _estimator_data()
+            cf.NeymanPearsonClassifier(0.3).fit(X, y, client_ids=ids)
+        except _Captured:
+            return captured["problem"]
+        finally:
+            cf.problems.neyman_pearson = original
+    raise ValueError(f"unknown case {build!r}")
+
+
+class _Captured(Exception):
+    pass
+
+
+def _upload(res, clients):
+    """(mean, max) floats up per client a round: the whole solve's mean, and the largest
+    of the outer iterations' means (from the cumulative counts in ``res.history``)."""
+    mean = res.bytes_up / 8 / max(res.rounds, 1) / clients
+    rounds, up = [0], [0]
+    for rec in res.history:
+        rounds.append(rec["rounds"])
+        up.append(rec["bytes_up"])
+    per = [(u1 - u0) / 8 / (r1 - r0) / clients for r0, r1, u0, u1
+           in zip(rounds, rounds[1:], up, up[1:]) if r1 > r0]
+    return mean, max(per, default=float("nan"))
+
+
+def _warm_up(task):
+    """An untimed solve of two tiny problems (dense and sparse rows) with the task's
+    solver, so that the timed call pays no first-call costs (imports, numba's cache)."""
+    from constrfl.certify import TIGHT
+    for tiny in (_synthetic(2, 20, 5), _sparse(2, 30, 80, 0.1)):
+        if task["solver"] == "clarabel":
+            cf.certify(tiny, tiny.start_point(), **TIGHT, time_limit=10.0)
+        else:
+            cf.solve(tiny, tol=1e-6, max_time=10.0, **task["opts"])
+
+
+def hd_run(task):
+    """One measured call (in its own process, see common.run_isolated): build the case
+    (not timed), then ``cf.solve`` / the estimator's ``fit`` / ``cf.certify`` (cvxpy and
+    Clarabel on the pooled problem, build included) with wall, CPU and peak memory."""
+    from constrfl.certify import TIGHT
+    T = task["T"]
+    _warm_up(task)
+    if task["build"][0] == "estimator" and task["solver"] == "constrfl":
+        X, y, ids = _estimator_data()
+        problem = None
+    else:
+        problem = hd_problem(task["build"])
+    before = C.peak_rss_mb()
+    t, c = time.perf_counter(), time.process_time()
+    if task["solver"] == "clarabel":
+        cert = cf.certify(problem, problem.start_point(), **TIGHT, time_limit=T)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        return dict(status=cert.reference_status, wall=wall, cpu=cpu,
+                    peak_mb=C.peak_rss_mb(), build_mb=before,
+                    stationarity=cert.reference_kkt.stationarity, message="")
+    if problem is None:
+        est = cf.NeymanPearsonClassifier(0.3, on_failure="warn",
+                                         solver_options=dict(task["opts"], max_time=T))
+        est.fit(X, y, client_ids=ids)
+        res = est.result_
+    else:
+        res = cf.solve(problem, tol=1e-6, max_time=T, **task["opts"])
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    clients = max(len(res.multipliers) - ("server" in res.multipliers), 1)
+    up, up_max = _upload(res, clients)
+    return dict(status=res.status, wall=wall, cpu=cpu, peak_mb=C.peak_rss_mb(),
+                build_mb=before, rounds=res.rounds, outer=res.outer_iterations,
+                up=up, up_max=up_max, inner=res.settings.get("inner"),
+                stationarity=res.kkt.stationarity, message=res.message, dim=res.w.size)
+
+
+def basis_memory_gb(d, R):
+    """Estimated peak of ``inner="newton-basis"`` in GB for R rows in all (the clients'
+    d x rᵢ bases, the server's copies and, when R < d, the stacked d x R matrix, its QR's
+    working copy and Q; else the d x d Hessian sum and its factor)."""
+    arrays = BASIS_MEMORY_FACTOR * d * R if R < d else 2 * d * R + 3 * d * d
+    return 8.0 * arrays / 1e9
+
+
+def hd_cases(quick=False):
+    """``[(case, build, d, R, [(label, opts)])]``: the rows of issue 20's item 4 (R: the
+    rows in all)."""
+    solvers = [("defaults", {}), ('inner="newton-basis"', {"inner": "newton-basis"}),
+               ('inner="newton-cg"', {"inner": "newton-cg"})]
+    if quick:
+        return [("NP dense d=20, 4 clients x 30 rows, ridge 1e-3 (smoke)",
+                 ("dense", 4, 30, 20), 20, 120, solvers[:1])]
+    out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d, 4000,
+            solvers) for d in HD_DENSE]
+    for d in HD_SPARSE:
+        for reg, spec in HD_REGULARIZERS.items():
+            mine = solvers[:1] + (solvers[1:2] if spec[0] == "l2" and d == HD_SPARSE[0]
+                                  else [])
+            out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
+                        ("sparse", d, spec), d, 5000, mine))
+    out.append(("NeymanPearsonClassifier(0.3), sparse X 3,000 x 2,000 (1%), 5 x 600 rows",
+                ("estimator",), 2001, 3000, solvers[:1]))
+    return out
+
+
+def _auto(build, d):
+    """The inner solver ``inner="auto"`` picks for a case (without building it)."""
+    from constrfl.settings import choose_inner
+    if build[0] == "estimator":
+        return None
+    reg = (prox.SquaredL2(1e-3) if build[0] == "dense" else _regularizer(build[2]))
+    return choose_inner(d, reg)
+
+
+def hd_row(case, label, r, ref):
+    """The table row of record ``r`` (``ref``: Clarabel's record of the case, or None)."""
+    f = C.fmt
+    ok = r["status"] in ("optimal", "optimal_inaccurate") or r.get("rounds") is not None
+    inner = f" ({r['inner']})" if r.get("inner") else ""
+    if r.get("up") is not None:
+        up = f"{r['up']:,.0f} / {r['up_max']:,.0f} ({r['up'] / r['dim']:.2g}·d)"
+    else:
+        up = ""
+    if label.startswith("cvxpy"):
+        ratio = "1.0" if r["status"] == "optimal" else ""
+    elif ref is None:
+        ratio = "–"
+    elif ref["status"] == "optimal":
+        ratio = f"{r['wall'] / ref['wall']:.2g}" if ok and r.get("wall") else "–"
+    else:
+        ratio = f"Clarabel failed: {ref['status']}"
+    peak = (f"{r['peak_mb']:,.0f} ({r['build_mb']:,.0f})" if r.get("build_mb") is not None
+            else f(r.get("peak_mb"), ",.0f"))
+    return [case, label + inner, r["status"], f(r.get("rounds"), "d"), f(r.get("outer"), "d"),
+            up, f(r.get("wall"), ".2f"), f(r.get("cpu"), ".2f"), peak,
+            f(r.get("stationarity"), ".1e"), ratio]
+
+
+def highdim(args):
+    """Run the high-dimensional rows, each call in its own process (``--in-process``:
+    here), and write ``bench_highdim.md``."""
+    T, TC = args.max_time, args.clarabel_max_time or args.max_time
+    cases = hd_cases(args.quick)
+    C.one_thread_per_worker()
+    t0 = time.perf_counter()
+    rows, notes, records = [], [], []
+
+    def run(task, limit):
+        if args.in_process:
+            try:
+                return hd_run(task)
+            except Exception as err:        # noqa: BLE001 - recorded, not hidden
+                return dict(status=f"error: {type(err).__name__}", message=str(err))
+        return C.run_isolated(hd_run, task, limit)
+
+    with C.interruptible(records, "calls"):
+        for case, build, d, R, solvers in cases:
+            ref = None
+            if not args.no_clarabel:
+                ref = run(dict(build=build, solver="clarabel", T=TC), TC + HD_GRACE)
+                records.append(ref)
+                rows.append(hd_row(case, "cvxpy/Clarabel (pooled)", ref, None))
+                print(" | ".join(rows[-1]), flush=True)
+            auto = _auto(build, d)
+            for label, opts in solvers:
+                if opts.get("inner") and opts["inner"] == auto and label != "defaults":
+                    rows.append([case, label, "same solve as defaults", *[""] * 8])
+                    notes.append(f"{case}: {label} is the solve of the defaults row "
+                                 f"(`inner=\"auto\"` picks {auto} there), not run twice")
+                    continue
+                if opts.get("inner") == "newton-basis":
+                    gb = basis_memory_gb(d, R)
+                    if gb >= args.basis_memory_gb:
+                        rows.append([case, label, "skipped", *[""] * 8])
+                        notes.append(
+                            f"{case}: {label} skipped: its estimated peak is {gb:.1f} GB "
+                            f"(≥ --basis-memory-gb {args.basis_memory_gb:g}): "
+                            f"{BASIS_MEMORY_FACTOR} float arrays of d x R = {d:,} x {R:,} "
+                            "(the clients' row bases, the server's copies, their stack, "
+                            "its QR's working copy and Q)")
+                        continue
+                r = run(dict(build=build, solver="constrfl", opts=opts, T=T), T + HD_GRACE)
+                records.append(r)
+                rows.append(hd_row(case, label, r, ref))
+                print(" | ".join(rows[-1]), flush=True)
+                if r["status"] != "optimal":
+                    notes.append(f"{case}, {label}: `{r['status']}`: "
+                                 f"{' '.join(str(r.get('message', '')).split())[:300]}")
+            if ref is not None and ref["status"] != "optimal":
+                notes.append(f"{case}, Clarabel: `{ref['status']}`"
+                             + (f": {' '.join(str(ref['message']).split())[:300]}"
+                                if ref.get("message") else ""))
+    how = ("every call in this process (--in-process: peak memory is the process's)"
+           if args.in_process else
+           "every call (ours and Clarabel's) in its own spawned process with one BLAS "
+           f"thread, killed {HD_GRACE:g} s past its time limit (status `killed`), after "
+           "an untimed warm-up solve of two tiny problems with the same solver")
+    head = [
+        f"time limits: ours `max_time` = {T:g} s; Clarabel `time_limit` = {TC:g} s"
+        + (" (cut below ours to keep the run short)" if TC < T else "")
+        + f"; {how}",
+        "problems: Neyman-Pearson (30) via `constrfl.problems.neyman_pearson`, "
+        "`stratified_split` over the clients, tol = 1e-6 (ε₁ = ε₂), all other options at "
+        "their defaults; dense: `make_classification(n_samples=4000, n_features=d-1, "
+        "seed=0)`, 20 clients x 200 rows, max_class1_loss 0.2, `prox.SquaredL2(1e-3)`; "
+        "sparse: bench.py's `_sparse()` (standard normal values at 0.1% density, labels "
+        "from a 50-sparse linear model plus noise, an intercept column), 10 clients x 500 "
+        "rows, max_class1_loss 0.3 (as `_sparse()`), `prox.SquaredL2(1e-2)` or "
+        "`prox.L1(1e-3)`; the estimator: `cf.NeymanPearsonClassifier(0.3).fit(X, y, "
+        "client_ids=ids)` with its defaults (alpha 1e-2, intercept), its Clarabel row "
+        "certifies the problem the estimator builds",
+        "columns: wall and CPU s of the call alone (building the data and the problem "
+        "not timed; Clarabel's includes cvxpy's compilation, via "
+        "`cf.certify(problem, problem.start_point())` with certify's tight tolerances); "
+        "'up' is floats up per client a round: the solve's mean (bytes_up / 8 / rounds / "
+        "clients) / the largest mean of one outer iteration (from `res.history`; "
+        "newton-basis's basis rounds fall in the first), and the mean as a multiple of d; "
+        "peak MB is the process's `ru_maxrss` at the end (in parentheses: at the start of "
+        "the timed call, i.e. Python, the data and the problem); stationarity is the "
+        "final KKT stationarity (Clarabel: of its point, recomputed by `constrfl.kkt`); "
+        "'x Clarabel' the ratio of wall times in the same run",
+        "rounds are deterministic; times are noisy: 2 cores shared with other jobs (see "
+        "the load averages)",
+        *notes, *args.note]
+    title = ("Benchmark, high-dimensional rows (issue 20): fedproxal vs. cvxpy/Clarabel "
+             "on the pooled problem")
+    columns = ["case", "solver (inner)", "status", "rounds", "outer", "up: mean / max (·d)",
+               "wall s", "CPU s", "peak MB (start)", "stationarity", "x Clarabel"]
+    text = C.header(title, time.perf_counter() - t0, head) + "\n" + C.md_table(columns, rows)
+    C.write(C.output_path(args), text)
+    return rows
+
+
 def timed(fn, repeats):
     """(result, median wall, median CPU, runs)."""
     walls, cpus = [], []
@@ -129,8 +416,27 @@ def main(argv=None):
                     help="seconds after which a solve stops with 'time_limit' [default 300]")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: NP breast-cancer-wisconsin n = 10 only, one repeat")
+    ap.add_argument("--highdim", action="store_true",
+                    help="run the high-dimensional rows instead (issue 20), writing "
+                         f"{HD_FILE}; with --quick a tiny smoke row in this process")
+    ap.add_argument("--clarabel-max-time", type=float, default=None,
+                    help="--highdim: Clarabel's time limit (default --max-time)")
+    ap.add_argument("--basis-memory-gb", type=float, default=4.0,
+                    help="--highdim: skip inner='newton-basis' where its estimated peak "
+                         "memory reaches this (default 4)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="--highdim: run every call here instead of a spawned process "
+                         "each (no kill at the time limit; implied by --quick)")
+    ap.add_argument("--no-clarabel", action="store_true",
+                    help="--highdim: skip the Clarabel rows")
+    ap.add_argument("--note", action="append", default=[],
+                    help="--highdim: a line for the header")
     C.add_output_args(ap, "bench.md")
     args = ap.parse_args(argv)
+    if args.highdim:
+        args.output_name = HD_FILE
+        args.in_process = args.in_process or args.quick
+        return highdim(args)
     if args.quick:
         args.repeats = 1
 

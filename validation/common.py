@@ -11,6 +11,8 @@ output options also bench.py and compare_baselines.py).
 * :func:`run_cases` (via :func:`run_all`): run cases serially or in ``--jobs`` worker processes.
 * :func:`interruptible`, :func:`one_thread_per_worker`: what every scheduler of solves
   does (also qp_benchmark.py's, one process per solve).
+* :func:`run_isolated`, :func:`peak_rss_mb`: one call in its own spawned process, killed
+  past a hard limit, with its peak memory (bench.py --highdim).
 * :func:`header`, :func:`md_table`, :func:`fmt`, :func:`mean_std`: the markdown.
 """
 from __future__ import annotations
@@ -313,6 +315,61 @@ def _progress(i, n, t0, what, result):
     tail = "; ".join(f"{r['label']} {r['status']} {r.get('time', float('nan')):.1f}s "
                      f"(cpu {r.get('cpu', float('nan')):.1f}s)" for r in recs)
     print(f"[{i + 1}/{n} {time.perf_counter() - t0:7.1f}s] {what}: {tail}", flush=True)
+
+
+# -- one measured call in its own process (bench.py --highdim) -----------------------------
+
+def peak_rss_mb():
+    """This process's peak resident set size so far, in MB (``ru_maxrss``: KB on Linux,
+    bytes on macOS)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024.0 ** 2 if sys.platform == "darwin" else 1024.0)
+
+
+def _isolated(fn, task, conn):
+    _init_worker()
+    try:
+        record = fn(task)
+    except BaseException as err:        # noqa: BLE001 - recorded, not hidden
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        record = dict(status=f"error: {type(err).__name__}",
+                      message=f"{err} (at {Path(where.filename).name}:{where.lineno})",
+                      peak_mb=peak_rss_mb())
+    conn.send(record)
+    conn.close()
+
+
+def run_isolated(fn, task, hard_limit):
+    """``fn(task)`` (a dict) in a fresh spawned process, so that its peak memory is its
+    own and a call that hangs (or builds something huge) can be killed: after
+    ``hard_limit`` seconds without an answer the process is killed and the record is
+    ``{"status": "killed", ...}``; an exception in ``fn`` becomes ``"error: <type>"``.
+    ``fn`` must be importable by name (module level).  Ctrl-C kills the process and
+    propagates."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_isolated, args=(fn, task, send), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()
+    try:
+        record = recv.recv() if recv.poll(hard_limit) else None
+        if record is None:
+            proc.kill()
+            record = dict(status="killed", message=f"no answer within the hard limit of "
+                          f"{hard_limit:g} s", wall=time.perf_counter() - t0)
+    except EOFError:                    # the process ended without an answer
+        record = None
+    except BaseException:
+        proc.kill()
+        proc.join()
+        raise
+    proc.join()
+    recv.close()
+    return record or dict(status="error: worker died", message=f"exit code {proc.exitcode}",
+                          wall=time.perf_counter() - t0)
 
 
 # -- markdown -----------------------------------------------------------------------------
