@@ -103,7 +103,7 @@ def _tested():
     return False
 
 
-def shorten_supernode_sleeps(idle=0.05, reply=0.01, window=5.0):
+def shorten_supernode_sleeps(idle=0.1, reply=0.01, window=5.0):
     """The SuperNode loop of this process asks the SuperLink again after ``idle``
     seconds instead of 3 s while it has had work in the last ``window`` seconds (then
     backing off to 3 s), and checks for a reply every ``reply`` seconds instead of 0.5 s.
@@ -116,7 +116,7 @@ def shorten_supernode_sleeps(idle=0.05, reply=0.01, window=5.0):
     return True
 
 
-def adapt_task_polls(fast=0.05, window=5.0):
+def adapt_task_polls(fast=0.1, window=5.0):
     """The SuperExec loop of this process polls for a task every ``fast`` seconds until
     ``window`` seconds after the last :meth:`Backoff.touch` of the returned
     :class:`Backoff` (call it when a task starts), then backs off to its own interval
