@@ -301,12 +301,13 @@ class Newton:
 def _next_length(t, rise, slope):
     """The step length to try after a batch whose shortest length t raised the
     composite objective by ``rise`` (no Armijo decrease): the minimizer −slope/c of the
-    quadratic through the slope at 0 and that value (Nocedal & Wright §3.5), at most t/2
-    and at least t/2¹⁰.  Past a constraint that turns active along the step the
-    objective is steeply quadratic, and halving would take many rounds to get there."""
+    quadratic through the slope at 0 and that value (Nocedal & Wright §3.5), between t/16
+    and t/2.  Past a constraint that turns active along the step the objective is steeply
+    quadratic, and halving would take many rounds to get there (a lower floor, t/1024,
+    cost rounds: the quadratic overshoots the curvature and the steps come out short)."""
     c = 2.0 * (rise - slope * t) / (t * t)
     guess = -slope / c if c > 0 else 0.5 * t
-    return float(min(max(guess, t / 1024.0), 0.5 * t))
+    return float(min(max(guess, t / 16.0), 0.5 * t))
 
 
 def _side(packed):
