@@ -65,6 +65,6 @@ def basis_core(party, w, beta, mu, objective=True):
     if basis is None:
         return None
     B, Z = basis
-    args = party.stacked._args(beta, mu, objective)
+    args = party.stacked.kernel_args(beta, mu, objective)
     _, _, C, _, finite = kernels.stacked_augmented(Z, *args[1:], B.T @ w, 2)
     return C if finite else None

@@ -124,14 +124,14 @@ class StackedRows:
                 losses.setdefault(id(f), f)
         return cls(list(losses.values()), obj, cons) if losses else None
 
-    def _args(self, beta, mu, objective):
+    def kernel_args(self, beta, mu, objective):
         a0, o0 = (self.a0, self.o0) if objective else (self.zero, 0.0)
         return (self.X, self.y, self.s, self.term, self.logistic, self.A, self.o, a0, o0,
                 mu, float(beta))
 
     def values(self, W, beta, mu, objective=True):
         """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
-        out, _, _, _, finite = kernels.stacked_evaluate(*self._args(beta, mu, objective),
+        out, _, _, _, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
                                                         W, 0)
         return out if finite else None
 
@@ -139,7 +139,7 @@ class StackedRows:
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
         is not finite (the function-by-function evaluation then names the culprit)."""
-        val, g, H, c, finite = kernels.stacked_evaluate(*self._args(beta, mu, objective),
+        val, g, H, c, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
                                                          w[None], order)
         if not finite:
             return None
@@ -150,7 +150,7 @@ class StackedRows:
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
         e, kappa, u, lam, status = kernels.stacked_admm_step(
-            *self._args(beta, mu, True), gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
+            *self.kernel_args(beta, mu, True), gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
             max_iter)
         if status < 0:
             return None
