@@ -173,7 +173,7 @@ def test_compiled_local_newton_equals_the_generic_one(name, rows):
     J, jc = 2.0 * r.standard_normal((rows, d)), r.standard_normal(d)
     tol = 1e-10
     x, iterations, residual, status = K.stacked_minimize(
-        *party.stacked._args(3.0, mu, True), alpha, center, x0, tol, 100, J, jc)
+        *party.stacked.kernel_args(3.0, mu, True), alpha, center, x0, tol, 100, J, jc)
     fun = plus_quadratic(term, alpha, center)
     ref = minimize_smooth(plus_gauss_newton(fun, J, jc) if rows else fun, x0, tol)
     assert status == 1 and ref.converged and iterations == ref.iterations
@@ -187,7 +187,7 @@ def test_compiled_local_newton_hands_back_an_indefinite_hessian():
     the indefinite Hessian, at its start point, with status −1."""
     party = Client(-1.0 * fn.LogisticLoss(X1, y1), [fn.LogisticLoss(X2, y2) - 0.2])
     x0 = 0.1 * np.ones(d)
-    x, iterations, _, status = K.stacked_minimize(*party.stacked._args(3.0, np.zeros(1), True),
+    x, iterations, _, status = K.stacked_minimize(*party.stacked.kernel_args(3.0, np.zeros(1), True),
                                                   0.02, np.zeros(d), x0, 1e-9, 100,
                                                   np.zeros((0, d)), np.zeros(d))
     assert status == -1 and iterations == 0 and np.array_equal(x, x0)
