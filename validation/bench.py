@@ -274,12 +274,14 @@ def hd_row(case, label, r, ref):
         up = f"{r['up']:,.0f} / {r['up_max']:,.0f} ({r['up'] / r['dim']:.2g}·d)"
     else:
         up = ""
+    answered = ("optimal", "optimal_inaccurate")     # cvxpy's statuses with a point
     if label.startswith("cvxpy"):
-        ratio = "1.0" if r["status"] == "optimal" else ""
+        ratio = "1.0" if r["status"] in answered else ""
     elif ref is None:
         ratio = "–"
-    elif ref["status"] == "optimal":
+    elif ref["status"] in answered:
         ratio = f"{r['wall'] / ref['wall']:.2g}" if ok and r.get("wall") else "–"
+        ratio += "" if ref["status"] == "optimal" else f" (Clarabel {ref['status']})"
     else:
         ratio = f"Clarabel failed: {ref['status']}"
     peak = (f"{r['peak_mb']:,.0f} ({r['build_mb']:,.0f})" if r.get("build_mb") is not None
