@@ -46,6 +46,15 @@ def untested(command, version=None):
             f"instead (a new process per message, Flower's own waits).")
 
 
+def stock_if_untested(command, args):
+    """On an untested flwr, :func:`run_stock` with :func:`untested`'s message (it does
+    not come back unless ``exec`` is stubbed) and True; on a tested one, False."""
+    message = untested(command)
+    if message:
+        run_stock(command, args, message)
+    return bool(message)
+
+
 def run_stock(command, args, message):
     """Say ``message`` on stderr and become the stock command (``exec``: same PID, so
     whoever started this process can still stop it)."""

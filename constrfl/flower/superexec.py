@@ -220,18 +220,15 @@ def _parse(argv):
     ap.add_argument("--task-poll", type=float, default=0.1,
                     help="seconds between task polls while tasks come (then "
                     "FLWR_SUPEREXEC_TASK_POLL_INTERVAL, Flower's, 1 s by default)")
-    ap.add_argument("--pull-backoff", type=float, default=0.02,
-                    help="first retry of an object pull, doubling up to 1 s (flwr: 1 s "
-                    "up to 10 s; 0: flwr's)")
+    waits.add_pull_backoff_option(ap)
     ap.add_argument("--help-warm", action="help", help="this help")
     return ap.parse_known_args(argv)
 
 
 def main(argv=None):
     a, flwr_args = _parse(sys.argv[1:] if argv is None else argv)
-    message = pinned.untested(COMMAND)
-    if message:
-        return pinned.run_stock(COMMAND, flwr_args, message)
+    if pinned.stock_if_untested(COMMAND, flwr_args):
+        return None
     for name in a.preload or ["constrfl.flower"]:
         importlib.import_module(name)
     if a.warm_up != "none":

@@ -44,18 +44,15 @@ def _parse(argv):
                     "flwr's 3 s)")
     ap.add_argument("--reply-wait", type=float, default=0.01,
                     help="seconds between checks for the ClientApp's reply (flwr: 0.5)")
-    ap.add_argument("--pull-backoff", type=float, default=0.02,
-                    help="first retry of an object pull, doubling up to 1 s (flwr: 1 s, "
-                    "up to 10 s; 0: flwr's)")
+    waits.add_pull_backoff_option(ap)
     ap.add_argument("--help-waits", action="help", help="this help")
     return ap.parse_known_args(argv)
 
 
 def main(argv=None):
     a, flwr_args = _parse(sys.argv[1:] if argv is None else argv)
-    message = pinned.untested(COMMAND)
-    if message:
-        return pinned.run_stock(COMMAND, flwr_args, message)
+    if pinned.stock_if_untested(COMMAND, flwr_args):
+        return None
     from flwr.supernode.cli.flower_supernode import flower_supernode
     waits.shorten_supernode_sleeps(a.idle_wait, a.reply_wait)
     if a.pull_backoff > 0:

@@ -130,6 +130,13 @@ def adapt_task_polls(fast=0.1, window=5.0):
     return polls
 
 
+def add_pull_backoff_option(parser):
+    """The commands' ``--pull-backoff`` option (:func:`shorten_object_pulls`)."""
+    parser.add_argument("--pull-backoff", type=float, default=0.02,
+                        help="first retry of an object pull, doubling up to 1 s (flwr: 1 s "
+                        "up to 10 s; 0: flwr's)")
+
+
 def shorten_object_pulls(initial=0.02, cap=1.0, max_time=None):
     """Object pulls of this process retry after ``initial`` seconds (doubling up to
     ``cap``) instead of 1 s (up to 10 s), and give up after ``max_time`` seconds
