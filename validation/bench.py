@@ -268,7 +268,6 @@ def _auto(build, d):
 def hd_row(case, label, r, ref):
     """The table row of record ``r`` (``ref``: Clarabel's record of the case, or None)."""
     f = C.fmt
-    ok = r["status"] in ("optimal", "optimal_inaccurate") or r.get("rounds") is not None
     inner = f" ({r['inner']})" if r.get("inner") else ""
     if r.get("up") is not None:
         up = f"{r['up']:,.0f} / {r['up_max']:,.0f} ({r['up'] / r['dim']:.2g}·d)"
@@ -280,7 +279,9 @@ def hd_row(case, label, r, ref):
     elif ref is None:
         ratio = "–"
     elif ref["status"] in answered:
-        ratio = f"{r['wall'] / ref['wall']:.2g}" if ok and r.get("wall") else "–"
+        ratio = "–" if not r.get("wall") else (
+            f"{r['wall'] / ref['wall']:.2g}" if r["status"] == "optimal" else
+            f"≥ {r['wall'] / ref['wall']:.2g} (unsolved)")    # stopped: a lower bound
         ratio += "" if ref["status"] == "optimal" else f" (Clarabel {ref['status']})"
     else:
         ratio = f"Clarabel failed: {ref['status']}"
