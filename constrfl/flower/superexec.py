@@ -54,7 +54,7 @@ import signal
 import sys
 import traceback
 
-from . import pinned, waits
+from . import waits
 
 __all__ = ["WarmExecutor", "TaskEnded", "run_task", "warm_up", "main"]
 
@@ -203,7 +203,7 @@ def warm_up():
     cf.solve(lcqp(n_clients=2, dim=4, rows_per_client=1), inner="newton", max_outer=1)
 
 
-def _parse(argv):
+def _parser():
     ap = argparse.ArgumentParser(
         prog=f"python -m {COMMAND}", add_help=False,
         description="flower-superexec with one warm process per site; any other "
@@ -220,22 +220,19 @@ def _parse(argv):
     ap.add_argument("--task-poll", type=float, default=0.1,
                     help="seconds between task polls while tasks come (then "
                     "FLWR_SUPEREXEC_TASK_POLL_INTERVAL, Flower's, 1 s by default)")
-    waits.add_pull_backoff_option(ap)
-    ap.add_argument("--help-warm", action="help", help="this help")
-    return ap.parse_known_args(argv)
+    return ap
 
 
 def main(argv=None):
-    a, flwr_args = _parse(sys.argv[1:] if argv is None else argv)
-    if pinned.stock_if_untested(COMMAND, flwr_args):
+    parsed = waits.command_args(_parser(), argv, COMMAND, "--help-warm")
+    if parsed is None:                      # an untested flwr: Flower's own command
         return None
+    a, flwr_args = parsed
     for name in a.preload or ["constrfl.flower"]:
         importlib.import_module(name)
     if a.warm_up != "none":
         module, _, func = a.warm_up.partition(":")
         getattr(importlib.import_module(module), func)()
-    if a.pull_backoff > 0:
-        waits.shorten_object_pulls(a.pull_backoff)
     polls = waits.adapt_task_polls(a.task_poll)
     from flwr.supercore.cli.flower_superexec import flower_superexec
     from flwr.supercore.constant import ExecutorType

@@ -26,14 +26,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import pinned, waits
+from . import waits
 
 __all__ = ["main"]
 
 COMMAND = "constrfl.flower.supernode"
 
 
-def _parse(argv):
+def _parser():
     ap = argparse.ArgumentParser(
         prog=f"python -m {COMMAND}", add_help=False,
         description="flower-supernode with shorter fixed waits; any other argument is "
@@ -44,19 +44,16 @@ def _parse(argv):
                     "flwr's 3 s)")
     ap.add_argument("--reply-wait", type=float, default=0.01,
                     help="seconds between checks for the ClientApp's reply (flwr: 0.5)")
-    waits.add_pull_backoff_option(ap)
-    ap.add_argument("--help-waits", action="help", help="this help")
-    return ap.parse_known_args(argv)
+    return ap
 
 
 def main(argv=None):
-    a, flwr_args = _parse(sys.argv[1:] if argv is None else argv)
-    if pinned.stock_if_untested(COMMAND, flwr_args):
+    parsed = waits.command_args(_parser(), argv, COMMAND, "--help-waits")
+    if parsed is None:                      # an untested flwr: Flower's own command
         return None
+    a, flwr_args = parsed
     from flwr.supernode.cli.flower_supernode import flower_supernode
     waits.shorten_supernode_sleeps(a.idle_wait, a.reply_wait)
-    if a.pull_backoff > 0:
-        waits.shorten_object_pulls(a.pull_backoff)
     sys.argv = ["flower-supernode", *flwr_args]
     print(f"constrfl: SuperNode waits {a.idle_wait:g} s idle (flwr: 3), {a.reply_wait:g} s "
           f"for a reply (flwr: 0.5), object pulls retried after {a.pull_backoff:g} s "

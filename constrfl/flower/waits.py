@@ -130,11 +130,22 @@ def adapt_task_polls(fast=0.1, window=5.0):
     return polls
 
 
-def add_pull_backoff_option(parser):
-    """The commands' ``--pull-backoff`` option (:func:`shorten_object_pulls`)."""
+def command_args(parser, argv, command, help_flag):
+    """What :mod:`.superexec` and :mod:`.supernode` share before they start: ``parser``
+    (their own options) gains ``--pull-backoff`` and ``help_flag`` and reads ``argv``
+    (None: the command line), the rest being Flower's; on an untested flwr the process
+    becomes Flower's command (:func:`.pinned.stock_if_untested`) and this returns None,
+    else the object pulls are shortened and it returns ``(options, flwr_args)``."""
     parser.add_argument("--pull-backoff", type=float, default=0.02,
                         help="first retry of an object pull, doubling up to 1 s (flwr: 1 s "
                         "up to 10 s; 0: flwr's)")
+    parser.add_argument(help_flag, action="help", help="this help")
+    a, flwr_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if pinned.stock_if_untested(command, flwr_args):
+        return None
+    if a.pull_backoff > 0:
+        shorten_object_pulls(a.pull_backoff)
+    return a, flwr_args
 
 
 def shorten_object_pulls(initial=0.02, cap=1.0, max_time=None):
