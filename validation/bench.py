@@ -227,6 +227,11 @@ def hd_run(task):
                 stationarity=res.kkt.stationarity, message=res.message, dim=res.w.size)
 
 
+def hd_failure(task, status, message, elapsed=None):
+    """The record of a call that gave no answer (an error, a killed or dead process)."""
+    return dict(status=status, message=message, wall=elapsed)
+
+
 def basis_memory_gb(d, R):
     """Estimated peak of ``inner="newton-basis"`` in GB for R rows in all (the clients'
     d x rᵢ bases, the server's copies and, when R < d, the stacked d x R matrix, its QR's
@@ -306,8 +311,8 @@ def highdim(args):
             try:
                 return hd_run(task)
             except Exception as err:        # noqa: BLE001 - recorded, not hidden
-                return dict(status=f"error: {type(err).__name__}", message=str(err))
-        return C.run_isolated(hd_run, task, limit)
+                return hd_failure(task, *C.error_record(err))
+        return C.run_isolated(hd_run, task, limit, hd_failure)
 
     with C.interruptible(records, "calls"):
         for case, build, d, R, solvers in cases:

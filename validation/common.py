@@ -327,49 +327,73 @@ def peak_rss_mb():
     return peak / (1024.0 ** 2 if sys.platform == "darwin" else 1024.0)
 
 
-def _isolated(fn, task, conn):
+def error_record(err):
+    """``(status, message)`` of an exception a measured call raised: its type, its text
+    and where it was raised."""
+    where = traceback.extract_tb(err.__traceback__)[-1]
+    return (f"error: {type(err).__name__}",
+            f"{err} (at {Path(where.filename).name}:{where.lineno})")
+
+
+def _isolated(fn, task, failure, conn):
     _init_worker()
     try:
         record = fn(task)
-    except BaseException as err:        # noqa: BLE001 - recorded, not hidden
-        where = traceback.extract_tb(err.__traceback__)[-1]
-        record = dict(status=f"error: {type(err).__name__}",
-                      message=f"{err} (at {Path(where.filename).name}:{where.lineno})",
-                      peak_mb=peak_rss_mb())
+    except Exception as err:            # noqa: BLE001 - recorded, not hidden
+        record = failure(task, *error_record(err))
     conn.send(record)
     conn.close()
 
 
-def run_isolated(fn, task, hard_limit):
-    """``fn(task)`` (a dict) in a fresh spawned process, so that its peak memory is its
-    own and a call that hangs (or builds something huge) can be killed: after
-    ``hard_limit`` seconds without an answer the process is killed and the record is
-    ``{"status": "killed", ...}``; an exception in ``fn`` becomes ``"error: <type>"``.
-    ``fn`` must be importable by name (module level).  Ctrl-C kills the process and
-    propagates."""
+def start_isolated(fn, task, failure):
+    """Start ``fn(task)`` in a fresh spawned process: ``(connection, process)``; an
+    exception in ``fn`` comes back as ``failure(task, status, message)``.  ``fn`` and
+    ``failure`` must be importable by name (module level)."""
     import multiprocessing as mp
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_isolated, args=(fn, task, send), daemon=True)
-    t0 = time.perf_counter()
+    proc = ctx.Process(target=_isolated, args=(fn, task, failure, send), daemon=True)
     proc.start()
     send.close()
+    return recv, proc
+
+
+def receive_isolated(recv, proc, task, failure, started):
+    """The record of a process of :func:`start_isolated` that has answered or ended
+    (``failure(task, "error: worker died", …)`` when it ended without an answer)."""
     try:
-        record = recv.recv() if recv.poll(hard_limit) else None
-        if record is None:
-            proc.kill()
-            record = dict(status="killed", message=f"no answer within the hard limit of "
-                          f"{hard_limit:g} s", wall=time.perf_counter() - t0)
+        record = recv.recv()
     except EOFError:                    # the process ended without an answer
         record = None
-    except BaseException:
-        proc.kill()
-        proc.join()
-        raise
     proc.join()
     recv.close()
-    return record or dict(status="error: worker died", message=f"exit code {proc.exitcode}",
-                          wall=time.perf_counter() - t0)
+    return record or failure(task, "error: worker died", f"exit code {proc.exitcode}",
+                             time.perf_counter() - started)
+
+
+def kill_isolated(recv, proc):
+    proc.kill()
+    proc.join()
+    recv.close()
+
+
+def run_isolated(fn, task, hard_limit, failure):
+    """``fn(task)`` in its own process (:func:`start_isolated`), so that its peak memory
+    is its own and a call that hangs (or builds something huge) can be killed: after
+    ``hard_limit`` seconds without an answer the record is ``failure(task, "killed",
+    …)``.  Ctrl-C kills the process and propagates."""
+    started = time.perf_counter()
+    recv, proc = start_isolated(fn, task, failure)
+    try:
+        answered = recv.poll(hard_limit)
+    except BaseException:
+        kill_isolated(recv, proc)
+        raise
+    if not answered:
+        kill_isolated(recv, proc)
+        return failure(task, "killed", f"no answer within the hard limit of {hard_limit:g} s",
+                       hard_limit)
+    return receive_isolated(recv, proc, task, failure, started)
 
 
 # -- markdown -----------------------------------------------------------------------------

@@ -32,7 +32,6 @@ import argparse
 import importlib.metadata
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -167,47 +166,16 @@ def _failure(task, status, message, elapsed=np.nan):
                 time=elapsed, objective=np.nan, violation=np.nan)
 
 
-def _child(task, conn):
-    try:
-        record = run_task(task)
-    except Exception as err:                # noqa: BLE001 - recorded, not hidden
-        where = traceback.extract_tb(err.__traceback__)[-1]
-        record = _failure(task, f"error: {type(err).__name__}",
-                          f"{err} (at {Path(where.filename).name}:{where.lineno})")
-    conn.send(record)
-    conn.close()
-
-
 # -- the scheduler: one spawned process per solve, killed past the hard limit ------------------
-
-def _start(ctx, task):
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(task, send), daemon=True)
-    proc.start()
-    send.close()
-    return recv, proc
-
-
-def _receive(recv, proc, task, started):
-    try:
-        record = recv.recv()
-    except EOFError:                    # the process ended without an answer
-        record = None
-    proc.join()
-    recv.close()
-    return record or _failure(task, "error: worker died", f"exit code {proc.exitcode}",
-                              time.perf_counter() - started)
-
 
 def run_tasks(tasks, jobs, hard_limit):
     """Each task in its own spawned process, ``jobs`` at a time, in task order; a process
     without an answer after ``hard_limit`` seconds is killed and recorded as such.  On
     Ctrl-C or SIGTERM the running ones are killed and the finished ones returned (the
     others are None)."""
-    import multiprocessing as mp
     from multiprocessing.connection import wait
 
-    ctx, queue, running = mp.get_context("spawn"), list(enumerate(tasks)), {}
+    queue, running = list(enumerate(tasks)), {}
     out, t0 = [None] * len(tasks), time.perf_counter()
 
     def finish(recv, record):
@@ -220,22 +188,19 @@ def run_tasks(tasks, jobs, hard_limit):
         while queue or running:
             while queue and len(running) < jobs:
                 i, task = queue.pop(0)
-                recv, proc = _start(ctx, task)
+                recv, proc = C.start_isolated(run_task, task, _failure)
                 running[recv] = (i, proc, time.perf_counter())
             deadline = min(start for _, _, start in running.values()) + hard_limit
             for recv in wait(list(running), timeout=max(deadline - time.perf_counter(), 0)):
                 i, proc, start = running[recv]
-                finish(recv, _receive(recv, proc, tasks[i], start))
+                finish(recv, C.receive_isolated(recv, proc, tasks[i], _failure, start))
             for recv, (i, proc, start) in list(running.items()):
                 if time.perf_counter() - start > hard_limit:
-                    proc.kill()
-                    proc.join()
-                    recv.close()
+                    C.kill_isolated(recv, proc)
                     finish(recv, _failure(tasks[i], "killed", "no answer within the hard "
                                           f"limit of {hard_limit:g} s", hard_limit))
-    for _, proc, _ in running.values():       # left running only when interrupted
-        proc.kill()
-        proc.join()
+    for recv, (_, proc, _) in running.items():   # left running only when interrupted
+        C.kill_isolated(recv, proc)
     return out
 
 
