@@ -88,6 +88,12 @@ class CSR(NamedTuple):
         return cls(np.asarray(A.indptr, dtype=np.int64), np.asarray(A.indices, dtype=np.int64),
                    np.ascontiguousarray(A.data, dtype=np.float64), int(A.shape[1]))
 
+    def toarray(self):
+        """The dense (N, ncols) array (the inverse of :meth:`from_dense`)."""
+        X = np.zeros((self.indptr.size - 1, self.ncols))
+        X[np.repeat(np.arange(X.shape[0]), np.diff(self.indptr)), self.indices] = self.data
+        return X
+
 
 # ---- layout-generic helpers ------------------------------------------------
 # A dense row is X[j], a 1-D array; a CSR row is (indices, data, lo, hi), its

@@ -21,7 +21,6 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import kernels
 
@@ -46,10 +45,7 @@ def _basis(party):
     rows = party.stacked
     if rows is None or party.n_eq:
         return None
-    X = rows.X
-    if not isinstance(X, np.ndarray):                    # kernels.CSR
-        X = sp.csr_array((X.data, X.indices, X.indptr),
-                         shape=(X.indptr.size - 1, X.ncols)).toarray()
+    X = rows.X if isinstance(rows.X, np.ndarray) else rows.X.toarray()
     U, S, Vt = np.linalg.svd(X, full_matrices=False)
     keep = S > (S[0] if S.size else 0.0) * max(X.shape) * np.finfo(float).eps
     if 2 * int(keep.sum()) > X.shape[1]:

@@ -249,6 +249,7 @@ def test_csr_from_dense(A):
     assert C.ncols == A.shape[1]
     assert np.array_equal(C.indptr, ref.indptr) and np.array_equal(C.indices, ref.indices)
     assert np.array_equal(C.data, ref.data, equal_nan=True)
+    assert np.array_equal(C.toarray(), ref.toarray(), equal_nan=True)   # and back
 
 
 @pytest.mark.parametrize("N,d,weighted", CASES + [(500, 40, True)])
