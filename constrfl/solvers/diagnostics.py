@@ -92,14 +92,17 @@ def domain(P, dim):
     return Box(*pieces[2:])
 
 
-def violation_check(problem, fed, s, eps2, cg=False, basis=False):
+def violation_check(problem, fed, s, eps2, inner="newton"):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
     the problem is proven infeasible, else record the evidence in the history, take the
-    penalty step (:func:`_penalty_step`) and return None.  ``cg``: by Newton-CG (no
-    Hessians travel) or ``basis`` (Hessians in the row bases) where dom P is everything."""
+    penalty step (:func:`_penalty_step`) and return None.  By the solve's ``inner``
+    Newton variant where dom P is everything (``"newton-cg"``: no Hessians travel;
+    ``"newton-basis"``: Hessians in the row bases), else by proximal Newton."""
     dom = domain(problem.regularizer, s.w.size)
+    smooth = isinstance(dom, Zero)
     newton = Newton(dom, s.w.size, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
-                    cg=cg and isinstance(dom, Zero), basis=basis and isinstance(dom, Zero))
+                    cg=smooth and inner == "newton-cg",
+                    basis=smooth and inner == "newton-basis")
     replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, **newton.start_message(0, np.inf)[0]},
                             include_server=True)
     sub = newton.begin(replies, s.w, STATIONARY, np.inf)

@@ -165,8 +165,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
         if stop:
             raise SolveStop(f"the callback asked to stop after outer iteration {k}")
         if stalled(s.history, s.last_check, eps2):
-            verdict = violation_check(problem, fed, s, eps2, cg=getattr(inner, "cg", False),
-                                      basis=getattr(inner, "model", None) is not None)
+            verdict = violation_check(problem, fed, s, eps2, settings.inner)
             if verdict is not None:
                 return st.INFEASIBLE, verdict
         evidence = unbounded(s.history, eps2)
