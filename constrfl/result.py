@@ -1,5 +1,14 @@
-"""Result records (:class:`Multipliers`, :class:`KKT`, :class:`SolveResult`) and their
-save format: ``result.json`` (plain JSON) beside ``arrays.npz`` (NumPy, no pickle)."""
+"""The result of a solve (:class:`SolveResult`) and its save format: ``result.json``
+(plain JSON) beside ``arrays.npz`` (NumPy, no pickle).
+
+In ``result.json`` an array is ``{"$array": key}`` (its key in ``arrays.npz``), a dict
+``{"$dict": [[key, value], ...]}``, a non-finite float ``{"$float": "nan"}`` and a
+dataclass ``{"$type": tag, field: value, ...}``, with the stable tag its class registered
+with :func:`constrfl.records.saved_as` ("outer-state", "admm-state", ...).  Version 3
+writes those tags; version 2 wrote class names, which :data:`_V2_TAGS` maps to tags, so
+version-2 files still load and resume.  Version 1 is refused (its ADMM state lacks the
+blocks' penalty metrics).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,85 +19,21 @@ from pathlib import Path
 
 import numpy as np
 
+from .records import KKT, Multipliers, saved_class, saved_tag
 from .status import STATUSES
 
 __all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION"]
 
 FORMAT = "constrfl-result"
 #: 2: the ADMM's state holds its blocks' penalty metrics (a version-1 ADMM state cannot
-#: be resumed: its clients' states lack them)
-FORMAT_VERSION = 2
-
-
-@dataclass
-class Multipliers:
-    """One owner's multipliers: ``ineq`` (μ ≥ 0, for c ≤ 0) and ``eq`` (ν, for h = 0),
-    in the order the owner's constraints were given (vector-valued ones expanded)."""
-
-    ineq: np.ndarray
-    eq: np.ndarray
-
-
-@dataclass
-class KKT:
-    """Residuals of docs/algorithms.md §2 at a point ``(w, μ, ν)``, all in the ∞-norm.
-
-    * ``stationarity`` = dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w)), exact unless
-      ``exact_stationarity`` is False (then the regularizer's documented stand-in: the
-      prox-gradient residual ‖w − prox_P(w − g)‖∞ for the nuclear norm);
-    * ``feasibility`` = max(‖[c(w)]₊‖∞, ‖h(w)‖∞);
-    * ``complementarity`` = ‖min(μ, −c(w))‖∞ (the natural residual);
-    * ``definition1`` = max(dist∞(c(w), N_{R₊}(μ)), ‖h(w)‖∞), the feasibility measure of
-      Definition 1 (ε₂ bounds it);
-    * ``stationarity_scale`` S₁ = maxᵢ max(‖∇fᵢ(w)‖∞, ‖∇cᵢ(w)ᵀμᵢ + ∇hᵢ(w)ᵀνᵢ‖∞) and
-      ``feasibility_scale`` S₂ = max over constraint rows j of max(|∇gⱼ(w)ᵀw|,
-      |gⱼ(w) − ∇gⱼ(w)ᵀw|) (g = (c, h); for an affine row aᵀw + b: max(|aᵀw|, |b|)),
-      the sizes of the terms the residuals subtract (docs/algorithms.md §2), against
-      which a relative tolerance measures them.
-    """
-
-    stationarity: float
-    feasibility: float
-    complementarity: float
-    definition1: float
-    exact_stationarity: bool = True
-    stationarity_scale: float = 0.0
-    feasibility_scale: float = 0.0
-
-    RECORDED = ("stationarity", "feasibility", "complementarity", "definition1",
-                "stationarity_scale", "feasibility_scale")
-
-    @classmethod
-    def of(cls, record, exact_stationarity=True):
-        """The KKT of a history record (a dict with the :attr:`RECORDED` keys; the scales
-        may be missing, as in results saved before they were recorded)."""
-        return cls(record["stationarity"], record["feasibility"],
-                   record["complementarity"], record["definition1"], exact_stationarity,
-                   record.get("stationarity_scale", 0.0),
-                   record.get("feasibility_scale", 0.0))
-
-    def tolerances(self, eps1, eps2, eps_rel=0.0):
-        """The bounds (ε₁ + ε_rel·S₁, ε₂ + ε_rel·S₂) of :meth:`meets`."""
-        return (eps1 + eps_rel * self.stationarity_scale,
-                eps2 + eps_rel * self.feasibility_scale)
-
-    def meets(self, eps1, eps2, eps_rel=0.0):
-        """True when (w, μ, ν) is (ε₁, ε₂)-optimal in the sense of Definition 1, with
-        ``eps_rel`` > 0 relative to the scales: stationarity ≤ ε₁ + ε_rel·S₁ and
-        Definition 1 ≤ ε₂ + ε_rel·S₂ (OSQP's ε_abs + ε_rel·max‖terms‖)."""
-        bound1, bound2 = self.tolerances(eps1, eps2, eps_rel)
-        return self.stationarity <= bound1 and self.definition1 <= bound2
-
-    def failures(self, eps1, eps2, eps_rel=0.0):
-        """Names of the residuals above their tolerance, with their values."""
-        bound1, bound2 = self.tolerances(eps1, eps2, eps_rel)
-        out = []
-        if not self.stationarity <= bound1:
-            out.append(f"stationarity {self.stationarity:.2e} > {bound1:.1e}")
-        if not self.definition1 <= bound2:
-            out.append(f"feasibility/complementarity (Definition 1) "
-                       f"{self.definition1:.2e} > {bound2:.1e}")
-        return out
+#: be resumed: its clients' states lack them); 3: dataclasses tagged by registered tags
+FORMAT_VERSION = 3
+#: version 2's tags (class names) as the registered ones
+_V2_TAGS = {"Multipliers": "multipliers", "KKT": "kkt", "OuterState": "outer-state",
+            "ADMMState": "admm-state", "NewtonState": "newton-state",
+            "BaselineState": "baseline-state"}
+#: each version read: its tags as the registered ones
+_READ = {2: _V2_TAGS, FORMAT_VERSION: {}}
 
 
 @dataclass(repr=False)
@@ -186,32 +131,27 @@ def load_result(path):
             from None
     if record.get("format") != FORMAT:
         raise ValueError(f"{path}: not a constrfl result (format {record.get('format')!r})")
-    if record.get("version") != FORMAT_VERSION:
+    tags = _READ.get(record.get("version"))
+    if tags is None:
         raise ValueError(f"{path}: result format version {record.get('version')!r}; this "
-                         f"constrfl reads version {FORMAT_VERSION}")
+                         f"constrfl reads versions {', '.join(map(str, _READ))}")
     with np.load(path / "arrays.npz", allow_pickle=False) as npz:
         arrays = dict(npz)
     fields = {f.name for f in dataclasses.fields(SolveResult)} - {"error"}
-    return SolveResult(**{k: _decode(record[k], arrays) for k in fields})
+    try:
+        return SolveResult(**{k: _decode(record[k], arrays, tags) for k in fields})
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 # -- the codec: arrays to the .npz, dataclasses tagged, non-finite floats spelled out ------
-
-def _types():
-    from .solvers.admm import ADMMState
-    from .solvers.newton import NewtonState
-    from .solvers.proxal import OuterState
-    from .solvers.baselines import BaselineState
-    return {t.__name__: t for t in (Multipliers, KKT, ADMMState, NewtonState, OuterState,
-                                    BaselineState)}
-
 
 def _encode(x, arrays, key):
     if isinstance(x, np.ndarray):
         arrays[key] = x
         return {"$array": key}
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return {"$type": type(x).__name__,
+        return {"$type": saved_tag(type(x)),
                 **{f.name: _encode(getattr(x, f.name), arrays, f"{key}/{f.name}")
                    for f in dataclasses.fields(x)}}
     if isinstance(x, dict):
@@ -225,9 +165,10 @@ def _encode(x, arrays, key):
     return x
 
 
-def _decode(x, arrays):
+def _decode(x, arrays, tags):
+    """The value ``x`` encodes; ``tags`` maps a file's older tags to registered ones."""
     if isinstance(x, list):
-        return [_decode(v, arrays) for v in x]
+        return [_decode(v, arrays, tags) for v in x]
     if not isinstance(x, dict):
         return x
     if "$array" in x:
@@ -235,9 +176,9 @@ def _decode(x, arrays):
     if "$float" in x:
         return float(x["$float"])
     if "$dict" in x:
-        return {k: _decode(v, arrays) for k, v in x["$dict"]}
-    cls = _types()[x["$type"]]
-    return cls(**{k: _decode(v, arrays) for k, v in x.items() if k != "$type"})
+        return {k: _decode(v, arrays, tags) for k, v in x["$dict"]}
+    cls = saved_class(tags.get(x["$type"], x["$type"]))
+    return cls(**{k: _decode(v, arrays, tags) for k, v in x.items() if k != "$type"})
 
 
 def _plain(x):

@@ -56,11 +56,13 @@ import numpy as np
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M
 from ..prox import SquaredL2, Zero
+from ..records import saved_as
 from .local import woodbury_solve
 
 __all__ = ["ADMM", "ADMMState"]
 
 
+@saved_as("admm-state")
 @dataclass
 class ADMMState:
     """The server's state between two rounds of one subproblem (plain data)."""

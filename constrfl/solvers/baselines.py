@@ -106,7 +106,8 @@ from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
 from ..kkt import combine_shares
 from ..progress import progress_line, status_text
-from ..result import KKT, Multipliers, SolveResult
+from ..records import KKT, Multipliers, saved_as
+from ..result import SolveResult
 from ..settings import ADAPTIVE, to_saved
 
 __all__ = ["execute_baseline", "BaselineState"]
@@ -115,6 +116,7 @@ SERVER_RULES = {"fedavg": "sgd", "fedavgm": "momentum", "fedadagrad": "adagrad",
                 "fedyogi": "yogi", "fedadam": "adam", "fedmid": "sgd", "fedmid-osp": "sgd"}
 
 
+@saved_as("baseline-state")
 @dataclass
 class BaselineState:
     """The server's state of a baseline run (plain data; resumable)."""

@@ -42,6 +42,7 @@ import numpy as np
 from ..errors import NonFiniteIterate
 from ..federation.messages import MessageType as M, trial_points, unpack_upper
 from ..prox import Zero
+from ..records import saved_as
 from ..rowspace import BASIS_COLUMNS
 from .local import accept_step, newton_direction
 from .proxstep import prox_newton_point
@@ -54,6 +55,7 @@ __all__ = ["Newton", "NewtonState", "STALL_STEPS"]
 STALL_STEPS = 20
 
 
+@saved_as("newton-state")
 @dataclass
 class NewtonState:
     """The server's state between rounds of one subproblem (plain data)."""

@@ -24,12 +24,13 @@ from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
 from ..progress import log
 from ..kkt import combine_shares
-from ..result import KKT, Multipliers
+from ..records import KKT, Multipliers, saved_as
 from .diagnostics import running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall"]
 
 
+@saved_as("outer-state")
 @dataclass
 class OuterState:
     """The server's state of a proximal AL solve (plain data; resumable)."""
