@@ -1,0 +1,148 @@
+"""The save format's type tags (issue 23): dataclasses are saved under the tags their
+classes registered (:func:`constrfl.records.saved_as`), files of format version 2 (tagged
+by class names) still load and resume, and :mod:`constrfl.result` imports no solver.
+
+The version-2 files in ``data/result-v2`` were written by the code of commit e72988d for
+``np_problem(2, 0.4, rows=60)`` (:data:`FIXTURES`; ``admm-client-error``: client 1's
+gradient raised at its 20th call, in the first subproblem's ADMM).
+"""
+import ast
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import constrfl as cf
+from constrfl import records, result
+from constrfl.solvers.admm import ADMMState
+from constrfl.solvers.baselines import BaselineState
+from constrfl.solvers.newton import NewtonState
+from constrfl.solvers.proxal import OuterState
+from builders import np_problem
+from test_stop_resume import same
+
+DATA = Path(__file__).resolve().parent / "data" / "result-v2"
+#: each fixture: the options it was solved with, its status, its solver state's classes
+#: (outer, inner) and the options that resume it
+FIXTURES = {
+    "admm": (dict(inner="admm", max_outer=1), "max_iterations", (OuterState, ADMMState),
+             dict(max_outer=100)),
+    "newton": (dict(inner="newton", max_outer=1), "max_iterations",
+               (OuterState, NewtonState), dict(max_outer=100)),
+    "fedavg": (dict(method="fedavg", penalty="quadratic", rounds=2), "max_iterations",
+               (BaselineState,), dict(rounds=4)),
+    "admm-client-error": (dict(inner="admm"), "client_error", (OuterState, ADMMState), {}),
+}
+
+
+def problem():
+    return np_problem(2, 0.4, rows=60)
+
+
+def tags(path):
+    """The ``$type`` tags of a saved result, with their counts."""
+    found = {}
+
+    def walk(x):
+        if isinstance(x, dict):
+            if "$type" in x:
+                found[x["$type"]] = found.get(x["$type"], 0) + 1
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(json.loads((Path(path) / "result.json").read_text()))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_version_2_files_load(name):
+    options, status, classes, _ = FIXTURES[name]
+    assert json.loads((DATA / name / "result.json").read_text())["version"] == 2
+    res = cf.load_result(DATA / name)
+    assert res.status == status and res.w.shape == (6,)
+    assert res.settings["method"] == options.get("method", "fedproxal")
+    assert isinstance(res.kkt, cf.KKT) and np.isfinite(res.kkt.stationarity)
+    assert sorted(res.multipliers) == ["client-0", "client-1", "server"]
+    assert all(isinstance(m, cf.Multipliers) for m in res.multipliers.values())
+    solver = res.state["solver"]
+    assert isinstance(solver, classes[0])
+    if len(classes) > 1:
+        assert isinstance(solver.inner, classes[1]) and solver.w.tobytes() == res.w.tobytes()
+    assert res.state["problem"] == {"dim": 6, "owners": ["server", "client-0", "client-1"]}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_version_2_files_resume(name, tmp_path):
+    """A version-2 file resumes as its version-3 copy does (bit for bit), continuing its
+    counters, to the uninterrupted solve's point (to a tolerance: the file keeps the
+    iterates of the code that wrote it)."""
+    options, _, _, more = FIXTURES[name]
+    old = cf.load_result(DATA / name)
+    again = cf.solve(problem(), resume=old, **more)
+    same(cf.solve(problem(), resume=cf.load_result(old.save(tmp_path / "v3")), **more),
+         again)
+    assert again.rounds > old.rounds and again.outer_iterations > old.outer_iterations
+    full = cf.solve(problem(), **dict(options, **more))
+    assert again.status == full.status
+    assert np.allclose(again.w, full.w, rtol=0, atol=1e-4)
+
+
+def test_saved_under_registered_tags_whatever_the_class_names(tmp_path):
+    res = cf.solve(problem(), inner="newton", max_outer=1)
+    path = res.save(tmp_path / "r")
+    assert json.loads((path / "result.json").read_text())["version"] == 3
+    assert set(tags(path)) == {"outer-state", "newton-state", "multipliers", "kkt"}
+    names = {cls: cls.__name__ for cls in (OuterState, NewtonState)}
+    try:
+        for cls in names:
+            cls.__name__ = "Renamed"
+        assert tags(res.save(tmp_path / "renamed")) == tags(path)
+    finally:
+        for cls, name in names.items():
+            cls.__name__ = name
+
+
+def test_unknown_and_unregistered_types_are_named(tmp_path):
+    res = cf.solve(problem(), inner="admm", max_outer=1)
+    path = res.save(tmp_path / "r")
+    text = (path / "result.json").read_text()
+    (path / "result.json").write_text(text.replace('"admm-state"', '"no-such-state"'))
+    with pytest.raises(ValueError, match="unknown saved type tag 'no-such-state'"):
+        cf.load_result(path)
+
+    @dataclass
+    class Unregistered:
+        x: float
+    res.state["solver"].inner = Unregistered(1.0)
+    with pytest.raises(TypeError, match="Unregistered cannot be saved"):
+        res.save(tmp_path / "s")
+    with pytest.raises(ValueError, match="already .*OuterState's"):
+        records.saved_as("outer-state")(Unregistered)
+
+
+def test_records_are_a_leaf_and_result_imports_no_solver():
+    """records imports nothing of the package, result neither the solvers nor the
+    package's namespace, and both keep their public names."""
+    def relative(module):
+        tree = ast.parse(Path(module.__file__).read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+    assert relative(records) == set()
+    assert relative(result) <= {"records", "status", "plot"}
+    assert cf.KKT is result.KKT is records.KKT
+    assert cf.Multipliers is result.Multipliers is records.Multipliers
+
+
+def test_a_fresh_process_knows_every_tag():
+    """Importing constrfl.result alone registers the solvers' states."""
+    code = ("from constrfl.result import load_result\n"
+            f"for name in {sorted(FIXTURES)!r}:\n"
+            f"    load_result({str(DATA)!r} + '/' + name)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
