@@ -112,9 +112,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_expit
 
-from . import problems
-from .api import METHODS, solve
-from .prox import Boxed, ElasticNet, Regularizer, SquaredL2, Zero, rescaled_pieces
+from .. import problems
+from ..api import METHODS, solve
+from ..prox import Boxed, ElasticNet, Regularizer, SquaredL2, Zero, rescaled_pieces
 
 try:                                                    # scikit-learn is optional
     from sklearn.base import BaseEstimator as _BaseEstimator
