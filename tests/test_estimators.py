@@ -29,7 +29,8 @@ from scipy.special import expit
 
 from constrfl import prox
 from constrfl.estimators import (ConvergenceError, ConvergenceWarning, FairClassifier,
-                                 NeymanPearsonClassifier, NotFittedError, _CoefPenalty)
+                                 NeymanPearsonClassifier, NotFittedError)
+from constrfl.estimators._coordinates import _CoefPenalty
 from constrfl.problems.datasets import make_classification, make_fairness
 from constrfl.problems.partition import stratified_split
 
