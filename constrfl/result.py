@@ -25,8 +25,7 @@ from .status import STATUSES
 __all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION"]
 
 FORMAT = "constrfl-result"
-#: 2: the ADMM's state holds its blocks' penalty metrics (a version-1 ADMM state cannot
-#: be resumed: its clients' states lack them); 3: dataclasses tagged by registered tags
+#: the version written (the module docstring says which others are read)
 FORMAT_VERSION = 3
 #: version 2's tags (class names) as the registered ones
 _V2_TAGS = {"Multipliers": "multipliers", "KKT": "kkt", "OuterState": "outer-state",
