@@ -30,7 +30,7 @@ from scipy.special import expit
 from constrfl import prox
 from constrfl.estimators import (ConvergenceError, ConvergenceWarning, FairClassifier,
                                  NeymanPearsonClassifier, NotFittedError)
-from constrfl.estimators._coordinates import _CoefPenalty
+from constrfl.estimators._coordinates import _coef_penalty
 from constrfl.problems.datasets import make_classification, make_fairness
 from constrfl.problems.partition import stratified_split
 
@@ -191,7 +191,7 @@ def test_coef_penalty_prox_is_exact_and_spares_the_intercept():
     rng = np.random.default_rng(3)
     v = rng.standard_normal(5)
     for inner in (None, prox.L1(0.3), prox.Box(-0.2, 0.5)):
-        P = _CoefPenalty(0.7, inner, 4)
+        P = _coef_penalty(0.7, inner, 4)
         for t in (0.0, 0.5, 3.0):
             z = P.prox(v, t)
             assert z[4] == v[4]                        # the intercept is not touched
@@ -208,7 +208,7 @@ def test_scaled_coef_penalty_prox_matches_cvxpy(inner):
     cp = pytest.importorskip("cvxpy")
     rng = np.random.default_rng(4)
     sigma = np.array([0.01, 0.5, 3.0, 40.0])
-    P = _CoefPenalty(0.7, inner, 4, sigma)
+    P = _coef_penalty(0.7, inner, 4, sigma)
     v = 2 * rng.standard_normal(5)
     l1 = {prox.L1: lambda r: r.lam, prox.ElasticNet: lambda r: r.l1,
           prox.Boxed: lambda r: r.inner.lam}.get(type(inner), lambda r: 0.0)(inner)
@@ -239,7 +239,7 @@ def test_coef_penalty_pieces_describe_it(inner):
     None for a non-separable R."""
     rng = np.random.default_rng(5)
     sigma = np.array([0.01, 0.5, 3.0, 40.0]) if inner is None or inner.separable else None
-    P = _CoefPenalty(0.7, inner, 4, sigma)
+    P = _coef_penalty(0.7, inner, 4, sigma)
     pieces = P.pieces(5)
     if not P.separable:
         assert pieces is None
@@ -257,7 +257,25 @@ def test_coef_penalty_pieces_describe_it(inner):
 
 def test_scaling_needs_a_separable_regularizer():
     with pytest.raises(ValueError, match="separable"):
-        _CoefPenalty(0.1, prox.L2Ball(1.0), 3, np.array([1.0, 2.0, 3.0]))
+        _coef_penalty(0.1, prox.L2Ball(1.0), 3, np.array([1.0, 2.0, 3.0]))
+
+
+def test_coef_penalty_is_made_of_the_prox_regularizers():
+    """The penalty is ``prox.Leading(prox.Ridged(R, alpha), k, σ)`` (``SquaredL2(alpha)``
+    without R, R itself at alpha = 0): public classes whose repr names R, and without R
+    a weighted ridge ``alpha/σ²`` (0 on the intercept) the Newton solvers fold in."""
+    sigma = np.array([0.5, 2.0, 3.0])
+    ridge = _coef_penalty(0.1, None, 3, sigma)
+    assert type(ridge) is prox.Leading and type(ridge.inner) is prox.SquaredL2
+    np.testing.assert_allclose(ridge.ridge_weights(4), np.r_[0.1 / sigma ** 2, 0.0],
+                               rtol=1e-15)
+    l1 = prox.L1(0.01)
+    both = _coef_penalty(0.1, l1, 3, sigma)
+    assert type(both.inner) is prox.Ridged and both.inner.inner is l1
+    assert both.ridge_weights(4) is None
+    assert _coef_penalty(0.0, l1, 3, sigma).inner is l1
+    assert repr(ridge).startswith("Leading(SquaredL2(lam=0.1), k=3, scale=")
+    assert repr(both).startswith("Leading(Ridged(L1(lam=0.01), lam=0.1), k=3, scale=")
 
 
 # -- failures are loud ---------------------------------------------------------------------

@@ -44,11 +44,14 @@ probabilities.  The objective is the template's, plus the penalty
   (that would densify it) and stays sparse.
 * **Column scales.**  The solver's columns are also divided by scales σⱼ (sparse ones
   too): the column's standard deviation, capped at ``√(aⱼ·beta)``, where aⱼ is coef_j's
-  ridge weight (``alpha`` plus the l2 part of a SquaredL2/ElasticNet ``regularizer``).
+  ridge weight (``alpha`` plus the quadratic weight q of the ``regularizer``'s pieces:
+  the lam of a SquaredL2, the l2 of an ElasticNet).
   This too is exact: the solver's point is ``c̃ = σ·coef``, and the penalty keeps its
   meaning on the *original* coef as the weighted penalty ``(α/2)‖c̃/σ‖² + R(c̃/σ)``,
-  whose prox is exact coordinate by coordinate for a separable regularizer (with a
-  non-separable one, L1Ball, L2Ball or Nuclear, the columns are not scaled).  The cap:
+  in the package's regularizers ``prox.Leading(prox.Ridged(R, alpha), k, σ)`` (nothing
+  on the intercept), whose prox is exact coordinate by coordinate for a separable
+  regularizer (with a non-separable one, L1Ball, L2Ball or Nuclear, the columns are not
+  scaled).  The cap:
   in the solver's coordinates the ridge's curvature is aⱼ/σⱼ², and the outer proximal
   loop contracts by 1/(1 + beta·curvature) where the data are flat; the cap keeps that
   curvature ≥ 1/beta.  The rule is

@@ -11,7 +11,7 @@ from scipy.special import expit, log_expit
 
 from ..api import METHODS, solve
 from ..prox import Regularizer
-from ._coordinates import _CoefPenalty, _column_std, _Coordinates, _ridge_weight
+from ._coordinates import _coef_penalty, _column_std, _Coordinates, _ridge_weight
 from ._sklearn import (HAVE_SKLEARN, ConvergenceWarning, _BaseEstimator, _ClassifierMixin,
                        _sk_validate_data, check_classification_targets, check_is_fitted)
 from ._validation import _as_2d_float, _as_labels, _seed
@@ -31,7 +31,8 @@ _RESERVED = ("method", "tol", "beta", "seed")
 
 
 class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
-    """Binary linear classifier whose weights solve a constrfl template (see :mod:`constrfl.estimators`)."""
+    """Binary linear classifier whose weights solve a constrfl template (see
+    :mod:`constrfl.estimators`)."""
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -130,7 +131,7 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
 
     def _column_scales(self, F):
         """σ_j of :class:`_Coordinates`: ``std_j`` capped at ``√(a_j·beta)``, with
-        ``a_j`` coef_j's ridge weight (alpha plus the regularizer's own ½·l2·coef² part);
+        ``a_j`` coef_j's ridge weight (alpha plus the regularizer's own ½·q·coef² part);
         ``std_j`` alone where ``a_j = 0``; 1 for constant columns, and 1 throughout for a
         non-separable regularizer (see :mod:`constrfl.estimators`)."""
         k = F.shape[1]
@@ -140,14 +141,14 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         beta = self.beta
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not beta > 0:
             return np.where(std > 0, std, 1.0)           # solve() names the bad beta
-        a = self.alpha + np.broadcast_to(_ridge_weight(self.regularizer), (k,))
+        a = self.alpha + np.broadcast_to(_ridge_weight(self.regularizer, k), (k,))
         sigma = np.where(a > 0, np.minimum(std, np.sqrt(a * float(beta))), std)
         return np.where(sigma > 0, sigma, 1.0)
 
     def _penalty(self, coords):
         if self.alpha == 0 and self.regularizer is None:
             return None
-        return _CoefPenalty(self.alpha, self.regularizer, coords.k, coords.scale)
+        return _coef_penalty(self.alpha, self.regularizer, coords.k, coords.scale)
 
     def _solve_and_store(self, problem, coords, classes, options):
         res = solve(problem, method=self.method, tol=self.tol, beta=self.beta,

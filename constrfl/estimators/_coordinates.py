@@ -5,105 +5,38 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..prox import Boxed, ElasticNet, Regularizer, SquaredL2, Zero, rescaled_pieces
+from ..prox import Leading, Ridged, SquaredL2
 
 
-class _CoefPenalty(Regularizer):
+def _coef_penalty(alpha, regularizer, k, scale=None):
     """The estimator's penalty in the solver's coordinates ``w = (c̃, b̃)``, where
-    ``c̃ = σ·coef`` (σ > 0 the column scales of :class:`_Coordinates`; 1 without
-    scaling): ``P(w) = (α/2)‖u‖² + R(u)`` with ``u = c̃/σ = coef``, none on the intercept.
-
-    prox, per coordinate of coef: ``prox_{tP}(v) = σ·prox_{t'(R + (α/2)·²)}(v/σ)`` with
-    ``t' = t/σ²`` (substitute c̃ = σu in ``tP + ½‖c̃ − v‖²`` and divide by σ²), and
-    ``prox_{t'(R + (α/2)‖·‖²)}(x) = prox_{t'R/(1+t'α)}(x/(1+t'α))``: exact for any convex
-    R when σ ≡ 1, for a separable R (coordinate-wise t') otherwise.  Subgradients:
-    ``∂P(w)_j = (α u_j + ∂R(u)_j)/σ_j``.
-    """
-
-    def __init__(self, alpha, inner, k, scale=None):
-        self.alpha, self.inner, self.k = float(alpha), inner, int(k)
-        self.scale = np.ones(self.k) if scale is None else np.asarray(scale, dtype=np.float64)
-        self.separable = inner is None or inner.separable
-        self.exact_dist = inner is None or inner.exact_dist
-        if not self.separable and np.any(self.scale != 1.0):
-            raise ValueError("scaled coordinates need a separable regularizer")
-
-    def _split(self, t):
-        t = np.asarray(t, dtype=np.float64)
-        return t if t.ndim == 0 else t[:self.k]
-
-    def value(self, w):
-        u = w[:self.k] / self.scale
-        return 0.5 * self.alpha * float(u @ u) + (0.0 if self.inner is None
-                                                  else self.inner.value(u))
-
-    def prox(self, v, t):
-        out = np.array(v, dtype=np.float64)
-        tk = self._split(t) / self.scale ** 2
-        s = 1.0 + tk * self.alpha
-        u = out[:self.k] / self.scale / s
-        if self.inner is not None:
-            u = self.inner.prox(u, tk / s)
-        out[:self.k] = self.scale * u
-        return out
-
-    def subgradients(self, w, atol=0.0):
-        """Separable ``inner`` only: ``(α·u + ∂R(u))/σ`` on coef, ``{0}`` on the rest."""
-        u = np.asarray(w[:self.k], dtype=np.float64) / self.scale
-        lo = np.zeros(np.shape(w))
-        hi = np.zeros(np.shape(w))
-        lo[:self.k] = hi[:self.k] = self.alpha * u
-        if self.inner is not None:
-            ilo, ihi = self.inner.subgradients(u, atol)
-            lo[:self.k] += ilo
-            hi[:self.k] += ihi
-        lo[:self.k] /= self.scale
-        hi[:self.k] /= self.scale
-        return lo, hi
-
-    def dist(self, w, g, atol=0.0):
-        if self.separable:
-            return super().dist(w, g, atol)
-        c, gc = w[:self.k], g[:self.k] + self.alpha * w[:self.k]      # σ ≡ 1 here
-        return max(self.inner.dist(c, gc, atol), float(np.max(np.abs(g[self.k:]), initial=0.0)))
-
-    def pieces(self, dim):
-        """With R's pieces (q, λ, lo, hi) in u = c̃/σ: ``((α + q)/σ², λ/σ, σ·lo, σ·hi)``
-        on coef, nothing on the intercept (None when R is not piecewise quadratic)."""
-        inner = (Zero() if self.inner is None else self.inner).pieces(self.k)
-        if inner is None:
-            return None
-        coef = rescaled_pieces((self.alpha + inner[0], *inner[1:]), 1.0 / self.scale)
-        return tuple(np.concatenate([a, b]) for a, b in zip(coef, Zero().pieces(dim - self.k)))
-
-    def cvxpy(self, w):
-        import cvxpy as cp
-        u = cp.multiply(1.0 / self.scale, w[:self.k])
-        expr, cons = (0.0, []) if self.inner is None else self.inner.cvxpy(u)
-        return 0.5 * self.alpha * cp.sum_squares(u) + expr, cons
-
-    def __repr__(self):
-        inner = "" if self.inner is None else f" + {self.inner!r}"
-        return f"the estimator's penalty (½·{self.alpha:g}·‖coef‖²{inner})"
-
-    def check_dim(self, dim):
-        if not self.k <= dim <= self.k + 1:
-            raise ValueError(f"penalty on {self.k} coefficients, problem dimension {dim}")
-        if self.inner is not None:
-            self.inner.check_dim(self.k)
+    ``c̃ = σ·coef`` (σ > 0 the column scales of :class:`_Coordinates`; None: 1):
+    ``P(w) = (α/2)‖u‖² + R(u)`` at ``u = c̃/σ = coef``, none on the intercept.  In the
+    package's regularizers: ``prox.Leading(prox.Ridged(R, α), k, σ)`` (``SquaredL2(α)``
+    in place of the Ridged without R, R itself when α = 0), whose prox is exact for any
+    convex R when σ ≡ 1 and for a separable R otherwise (Leading refuses a scale with a
+    non-separable R).  Its pieces give the Newton solvers the ridge weights ``α/σ²`` (0
+    on the intercept) when R is None or a ridge."""
+    if regularizer is None:
+        inner = SquaredL2(alpha)
+    elif alpha == 0:
+        inner = regularizer
+    else:
+        inner = Ridged(regularizer, alpha)
+    return Leading(inner, k, scale)
 
 
 # -- the solver's coordinates ---------------------------------------------------------------
 
-def _ridge_weight(regularizer):
-    """The l2 weight of a separable regularizer (``½·l2·coef²`` per coordinate): its
-    lam for SquaredL2, l2 for ElasticNet (also inside a Boxed); 0 otherwise."""
-    inner = regularizer.inner if isinstance(regularizer, Boxed) else regularizer
-    if isinstance(inner, SquaredL2):
-        return inner.lam
-    if isinstance(inner, ElasticNet):
-        return inner.l2
-    return 0.0
+def _ridge_weight(regularizer, k):
+    """coef's ridge weights in the regularizer (its ``½·qⱼ·coefⱼ²`` part): the q of its
+    pieces, e.g. the lam of a SquaredL2, the l2 of an ElasticNet, also inside a Boxed;
+    0 without a regularizer or pieces."""
+    if regularizer is None:
+        return 0.0
+    regularizer.check_dim(k)                 # its own message for a wrong-sized array
+    pieces = regularizer.pieces(k)
+    return 0.0 if pieces is None else pieces[0]
 
 
 def _column_std(F):
