@@ -26,8 +26,8 @@ SEPARABLE = ["zero", "l1", "sql2", "enet", "box", "l1+nonneg"]
 T_VALUES = [0.0, 0.7, np.r_[0.3, 1.0, 2.0, 0.5, 9.0, 4.0]]
 
 
-def soft(v, k):
-    return np.sign(v) * np.maximum(np.abs(v) - k, 0.0)
+def soft(v, kappa):
+    return np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
 
 
 def one_sided_dist(P, w, g, h=1e-7):
@@ -42,12 +42,21 @@ def one_sided_dist(P, w, g, h=1e-7):
     return max(out)
 
 
+def assert_subgradients_match_values(P):
+    """dist from P's subgradient intervals against the one-sided slopes of its values,
+    at points of its prox (on kinks and bounds)."""
+    for _ in range(3):
+        w = P.prox(3 * rng.standard_normal(d), 1.0)
+        g = rng.standard_normal(d)
+        assert P.value(w) < np.inf and P.dist(w, g) < np.inf
+        assert P.dist(w, g) == pytest.approx(one_sided_dist(P, w, g), abs=1e-6)
+
+
 def cvxpy_prox(P, v, t):
     x = cp.Variable(v.size)
     expr, cons = P.cvxpy(x)
-    tv = np.broadcast_to(t, v.shape)
     if np.ndim(t):                                   # separable: t per coordinate
-        obj = sum(tv[j] * P_j for j, P_j in enumerate(per_coordinate(P, x)))
+        obj = sum(t[j] * term for j, term in enumerate(per_coordinate(P, x)))
     else:
         obj = t * expr
     cp.Problem(cp.Minimize(obj + 0.5 * cp.sum_squares(x - v)), cons).solve(
@@ -98,12 +107,7 @@ def test_ridged_prox_matches_cvxpy_and_is_stationary(name):
 
 @pytest.mark.parametrize("name", SEPARABLE)
 def test_ridged_subgradients_match_its_values(name):
-    P = prox.Ridged(INNERS[name], 0.6)
-    for _ in range(3):
-        w = P.prox(3 * rng.standard_normal(d), 1.0)      # on kinks and bounds
-        g = rng.standard_normal(d)
-        assert P.value(w) < np.inf and P.dist(w, g) < np.inf
-        assert P.dist(w, g) == pytest.approx(one_sided_dist(P, w, g), abs=1e-6)
+    assert_subgradients_match_values(prox.Ridged(INNERS[name], 0.6))
 
 
 def test_ridged_value_pieces_and_ridge_weights():
@@ -206,12 +210,9 @@ def test_leading_subgradients_and_pieces_describe_it(name):
     assert (q[k], lam[k], lo[k], hi[k]) == (0.0, 0.0, -np.inf, np.inf)
     # difference slopes need a curvature q·h well below the tolerance (scales near 1),
     # and points on the box exactly (powers of two: w/σ is then exactly u)
-    mild = prox.Leading(prox.Ridged(INNERS[name], 0.7), k, np.r_[0.5, 1.0, 2.0, 4.0, 8.0])
+    assert_subgradients_match_values(
+        prox.Leading(prox.Ridged(INNERS[name], 0.7), k, np.r_[0.5, 1.0, 2.0, 4.0, 8.0]))
     for _ in range(3):
-        w = mild.prox(3 * rng.standard_normal(d), 1.0)      # on kinks and bounds
-        g = rng.standard_normal(d)
-        assert mild.value(w) < np.inf and mild.dist(w, g) < np.inf
-        assert mild.dist(w, g) == pytest.approx(one_sided_dist(mild, w, g), abs=1e-6)
         v, t = 2 * rng.standard_normal(d), rng.uniform(0.1, 3.0)
         closed = np.clip(soft(v, t * lam) / (1 + t * q), lo, hi)
         np.testing.assert_allclose(P.prox(v, t), closed, rtol=1e-12, atol=1e-14)
