@@ -42,7 +42,11 @@ loaded by later processes).  Each compiled function called from another is compi
 on its own and then again as part of its caller, so the stacked kernels' helpers are
 inlined (``inline="always"``) into the one entry point the solvers call,
 :func:`stacked_evaluate`.  The kernels see one type per argument (float64 arrays,
-C-contiguous; int64 indices): two specializations at most, dense and CSR.
+C-contiguous; int64 indices): two specializations at most, dense and CSR.  A cached
+kernel is recompiled only when this file changes, not when a compiled function or a
+constant of another file it uses does: so what the kernels use is defined here (the
+Newton methods' acceptance test :func:`step_accepted` and :data:`ARMIJO`, which the
+Python solvers import through :mod:`constrfl.solvers.block`).
 """
 import functools
 import math
@@ -53,7 +57,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-#: Armijo's sufficient-decrease constant of the local Newton methods (compiled or not)
+#: Armijo's sufficient-decrease constant of the Newton methods' step acceptance
+#: (:func:`step_accepted`)
 ARMIJO = 1e-4
 
 # Largest fraction of nonzeros at which callers should pass a CSR.  Measured
@@ -516,11 +521,28 @@ def _metric_solve(rho, J, x):
 
 
 @numba.njit(cache=True)
+def step_accepted(f_new, f, slope, t, r_new, r):
+    """Whether the Newton methods take the step of length t along a direction of slope
+    ``slope`` from a point of value f and stationarity residual r (‖∇f‖∞, or the prox
+    step's distance) to one of value ``f_new`` and residual ``r_new`` (NaN: not known):
+    Armijo's decrease, or (near the solution, where f stalls at rounding level) a halving
+    of the residual without an increase of f beyond 10⁻¹²(1 + |f|); never a value that is
+    not finite.  The one test of the local Newton method (compiled in
+    :func:`stacked_minimize`, run as Python by
+    :func:`constrfl.solvers.local.accept_step`) and the server's."""
+    if not math.isfinite(f_new):
+        return False
+    if f_new <= f + ARMIJO * t * slope:
+        return True
+    return r_new <= 0.5 * r and f_new <= f + 1e-12 * (1.0 + abs(f))
+
+
+@numba.njit(cache=True)
 def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x0,
                      tol, max_iter, J, metric_center):
-    """:func:`constrfl.solvers.local.minimize_smooth` (Newton, Armijo backtracking, the
-    same acceptance test) on :func:`stacked_augmented` + (α/2)‖x − center‖² +
-    ½‖J(x − metric_center)‖² (J may have no rows), compiled;
+    """:func:`constrfl.solvers.local.minimize_smooth` (Newton, backtracking, the same
+    acceptance test :func:`step_accepted`) on :func:`stacked_augmented` +
+    (α/2)‖x − center‖² + ½‖J(x − metric_center)‖² (J may have no rows), compiled;
     a Hessian is formed only where a step is taken, from the pieces of the gradient's
     pass.  Returns ``(x, iterations, ‖∇‖∞, status)``: status 1 converged, 0 not (the
     line search or ``max_iter`` ran out), −1 handed back at x (a Hessian that is not
@@ -558,8 +580,7 @@ def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, cen
             if not np.isfinite(f_new + np.sum(g_new)):
                 return x, it, r, -1
             r_new = _max_abs(g_new)
-            if (f_new <= f + ARMIJO * t * slope
-                    or (r_new <= 0.5 * r and f_new <= f + 1e-12 * (1.0 + abs(f)))):
+            if step_accepted(f_new, f, slope, t, r_new, r):
                 break
             t *= 0.5
             if t < 1e-12:

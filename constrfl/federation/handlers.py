@@ -6,7 +6,9 @@ baselines' clients).  ``state`` is a flat dict of float64 arrays and Python scal
 the party's multipliers and its ADMM block (:func:`init_state`) —
 so it serializes bit-exactly; a handler returns a new dict and never changes an array
 in place.  Everything else a handler needs arrives in the message (there is no separate
-configuration); the only other memory is a cache of eigendecompositions, rebuilt on demand.
+configuration).  What a block derives once per subproblem is part of the state too
+(the eigendecomposition of an exact block's ∇²φᵢ, ``eigen_*``): it lives as long as the
+solve.
 
 Handlers (message types of :class:`~.messages.MessageType`, equation numbers of
 docs/algorithms.md):
@@ -55,6 +57,8 @@ from ..result import Multipliers
 from ..rowspace import basis_core, row_basis
 from ..scaling import column_stats, scaled_party, scaled_regularizer
 from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
+from ..solvers.block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
+                             SPECTRAL_WEIGHT, compiled_block, exact_block)
 from ..solvers.local import minimize_smooth, woodbury_solve
 from .messages import MessageType as M, pack_upper, trial_steps
 
@@ -191,33 +195,27 @@ def kkt_report(msg, state, site):
 
 
 # -- Algorithm 2, a block's side -----------------------------------------------------------
+# Its tuning constants, the acceptance test of its local Newton method and the choice
+# between this generic block step and the compiled one: constrfl.solvers.block.
 
-#: the block's penalty rule (docs/algorithms.md §4): every ``SPECTRAL_EVERY`` rounds
-#: ρᵢ ← ρᵢ^(1−a)·rᵢ^a with a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²) at the
-#: j-th change (summable: ρᵢ settles); (19) solved to
-#: ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞ (at most τ, at least τ/1000); (19) and (20) at
-#: ŵ = α·w + (1 − α)·uᵢ, α = ``RELAXATION`` (over-relaxation, Boyd et al. §3.4.3)
-SPECTRAL_EVERY, SPECTRAL_WEIGHT, SPECTRAL_HORIZON, LOCAL_FRACTION = 5, 0.3, 20, 0.1
-RELAXATION = 1.5
-
-_EIGEN = weakref.WeakKeyDictionary()     # party -> ((beta, gamma), (Q, eigenvalues))
-
-
-def _exact(state, party):
-    """(19) is one linear solve: φᵢ quadratic and convex, and Hessians are used."""
-    return state["local_hessian"] and party.constant_hessian and party.is_convex
+def _eigen(state, party):
+    """``(Q, λ)`` with ∇²φᵢ = Q diag(λ) Qᵀ, constant for a quadratic φᵢ at fixed
+    (β, γ): (19) is then exact for every ρᵢ without refactoring.  The state's
+    (``eigen_vectors``, ``eigen_values``, computed at ``eigen_at`` = (β, γ)) if it is for
+    this (β, γ), else computed (:func:`_with_eigen` keeps it in the state)."""
+    if np.array_equal(state.get("eigen_at", ()), (state["beta"], state["gamma"])):
+        return state["eigen_vectors"], state["eigen_values"]
+    eig, Q = np.linalg.eigh(_phi(state, party)(state["wk"], 2)[2])
+    return Q, eig
 
 
-def _eigen(party, state, phi):
-    """∇²φᵢ = Q diag(λ) Qᵀ, constant for a quadratic φᵢ at fixed (β, γ): (19) is then
-    exact for every ρᵢ without refactoring."""
-    key = (state["beta"], state["gamma"])
-    hit = _EIGEN.get(party)
-    if hit is None or hit[0] != key:
-        eig, Q = np.linalg.eigh(phi(state["wk"], 2)[2])
-        hit = key, (Q, eig)
-        _EIGEN[party] = hit
-    return hit[1]
+def _with_eigen(state, party):
+    """``state`` holding the eigendecomposition of :func:`_eigen` for its (β, γ)."""
+    Q, eig = _eigen(state, party)
+    if Q is state.get("eigen_vectors"):
+        return state
+    return dict(state, eigen_at=np.array([state["beta"], state["gamma"]], dtype=np.float64),
+                eigen_vectors=Q, eigen_values=eig)
 
 
 def _first_rho(state, party, phi):
@@ -311,26 +309,31 @@ def admm_step(msg, state, site):
     """(22) as the vector eᵢ with the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ the server used for w;
     then the next ρᵢ, (19) to the relative tolerance and (20), both at the over-relaxed
     ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ and the Definition-1 residual
-    κᵢ at (w, μ⁺).  A party of stacked row losses without equalities, of a dimension
-    where compiled Newton pays (:data:`~constrfl.stacked.COMPILED_NEWTON_MAX_DIM`), does
-    it all in one compiled call (:func:`~constrfl.kernels.stacked_admm_step`), else
-    :func:`_block_step`."""
+    κᵢ at (w, μ⁺).  The step runs compiled (:func:`_compiled_step`) where
+    :func:`~constrfl.solvers.block.compiled_block` says so and the kernel finishes, else
+    function by function (:func:`_block_step`)."""
     party, w = site.party, msg["w"]
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
     tol = msg["tol"]
     if "w_last" in state:
         step = max_abs_diff(w, state["w_last"])
         tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
-    out = None
-    if state["local_hessian"] and party.stacked is not None \
-            and party.stacked.compiled_newton and not party.n_eq and not _exact(state, party):
-        out = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"],
-                                      state["wk"], w, state["u"], state["lam"], state["rho"],
-                                      rho, state["J"], RELAXATION, tol,
-                                      state["local_max_iter"])
+    if exact_block(party, state["local_hessian"]):
+        state = _with_eigen(state, party)
+    out = (_compiled_step(state, party, w, rho, tol)
+           if compiled_block(party, state["local_hessian"]) else None)
     e, kappa, u, lam, v = out or _block_step(state, party, w, rho, tol)
     reply = {"e": e, "v": v, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
+
+
+def _compiled_step(state, party, w, rho_next, tol):
+    """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step` in one compiled call
+    (:func:`~constrfl.kernels.stacked_admm_step`), or None where the kernel hands back;
+    for a party :func:`~constrfl.solvers.block.compiled_block` accepts."""
+    return party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
+                                   w, state["u"], state["lam"], state["rho"], rho_next,
+                                   state["J"], RELAXATION, tol, state["local_max_iter"])
 
 
 def _block_step(state, party, w, rho_next, tol):
@@ -342,8 +345,9 @@ def _block_step(state, party, w, rho_next, tol):
     kappa = _definition1(term, w)                        # c(w), h(w) of the line above
     rho = rho_next
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
-    if _exact(state, party):     # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
-        Q, eig = _eigen(party, state, _phi(state, party))
+    if exact_block(party, state["local_hessian"]):
+        # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
+        Q, eig = _eigen(state, party)
         u = w_hat - woodbury_solve(      # (∇²φᵢ + ρI + JᵀJ)⁻¹, by the eigenvectors
             lambda x: Q @ ((Q.T @ x).T / (eig + rho)).T,
             J, grad_w + lam + Q @ (eig * (Q.T @ (w_hat - w))))

@@ -3,9 +3,11 @@
 The blocks are the clients (over the federation) and, when the server has functions of
 its own (f₀, c₀, h₀), the server's block (its AL₀ as a consensus block like a client's,
 answered in the server's process without traffic).  Their side is the ``admm.start`` and
-``admm.step`` handlers of :mod:`constrfl.federation.handlers`.  Per round the server
-broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share eᵢ,
-vᵢ = uᵢ + Rᵢ⁻¹λᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
+``admm.step`` handlers of :mod:`constrfl.federation.handlers`; the block step's tuning
+constants (named below), the acceptance test of its local Newton method and the choice
+between its generic and compiled implementations are in :mod:`.block`.  Per round the
+server broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share
+eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
 measured (docs/algorithms.md §4):
 
 * The server's w-step is always exact: the closed form of (18),
@@ -22,10 +24,11 @@ measured (docs/algorithms.md §4):
   So this certifies (10) as (23) does, never looser than Σᵢ εᵢ, and only the sum is
   needed (secure aggregation applies).
 * **Per-block penalties, scale-free.**  Each block adapts its own ρᵢ from what it
-  measures about its own φᵢ: every 5 rounds rᵢ = ‖Δλᵢ‖/‖Δw‖ (the curvature its dual
-  sees along the server's motion: the spectral-radius approximation of McCann &
-  Wohlberg, 2024, node by node as in Xu et al.'s adaptive consensus ADMM, ICML 2017),
-  and ρᵢ ← ρᵢ^(1−a)·rᵢ^a, a = 0.3/(1 + (j/20)²) at its j-th change (a geometric
+  measures about its own φᵢ: every ``SPECTRAL_EVERY`` rounds rᵢ = ‖Δλᵢ‖/‖Δw‖ (the
+  curvature its dual sees along the server's motion: the spectral-radius approximation
+  of McCann & Wohlberg, 2024, node by node as in Xu et al.'s adaptive consensus ADMM,
+  ICML 2017), and ρᵢ ← ρᵢ^(1−a)·rᵢ^a,
+  a = ``SPECTRAL_WEIGHT``/(1 + (j/``SPECTRAL_HORIZON``)²) at its j-th change (a geometric
   relaxation with summable weights: the total change is bounded, ρᵢ settles).  The
   first ρᵢ is det(∇²φᵢ(w⁰))^(1/d).  Both are homogeneous of degree one in the block's
   curvature: scaling one client's data scales its ρᵢ, not anyone else's rounds.
@@ -36,10 +39,12 @@ measured (docs/algorithms.md §4):
   zero); only for P zero or a ridge, where (18) stays exact as one linear solve.  The
   certificate holds with Rᵢ in place of ρᵢ.
 * **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
-  ŵ = 1.5·wᵗ⁺¹ − 0.5·uᵢᵗ instead of wᵗ⁺¹ (Boyd et al. 2011, §3.4.3).  The certificate
-  is unchanged: it needs only that eᵢ uses the vᵢ the w-step used.
-* **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, 0.1·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at least τ/1000), an
-  error that follows the ADMM's own progress (summable, Eckstein & Bertsekas 1992).
+  ŵ = α·wᵗ⁺¹ + (1 − α)·uᵢᵗ, α = ``RELAXATION``, instead of wᵗ⁺¹ (Boyd et al. 2011,
+  §3.4.3).  The certificate is unchanged: it needs only that eᵢ uses the vᵢ the w-step
+  used.
+* **Local accuracy** of (19): ‖∇‖∞ ≤ min(τ, ``LOCAL_FRACTION``·ρᵢ‖wᵗ⁺¹ − wᵗ‖∞) (at
+  least τ/1000), an error that follows the ADMM's own progress (summable, Eckstein &
+  Bertsekas 1992).
 * **Warm start.**  The first subproblem starts cold (λᵢ = 0, uᵢ = w⁰); later ones keep
   (uᵢ, λᵢ, ρᵢ) from the last; each block uploads its new Jᵢ and vᵢ = uᵢ + Rᵢ⁻¹λᵢ.
 * **Early stop.**  By the identity above dist∞(0, ∂ℓ(wᵗ⁺¹, μ⁺, ν⁺)) ≤ ‖Σᵢ eᵢ‖∞ +

@@ -5,7 +5,8 @@
   ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler (compiled for a
   party of stacked row losses: :func:`~constrfl.kernels.stacked_minimize`).
 * :func:`newton_direction`, :func:`accept_step`: the steps of the server's Newton method
-  (:mod:`.newton`; its proximal step: :mod:`.proxstep`).
+  (:mod:`.newton`; its proximal step: :mod:`.proxstep`); the acceptance test is the
+  compiled local Newton's too (:mod:`.block`).
 
 Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
 """
@@ -19,7 +20,7 @@ import scipy.optimize
 from scipy.linalg import lapack
 
 from .. import kernels
-from ..kernels import ARMIJO
+from .block import step_accepted
 
 
 @dataclass
@@ -66,12 +67,11 @@ def newton_direction(H, g):
 
 def accept_step(f_new, f, slope, t, r_new, r):
     """Armijo decrease, or (near the solution, where f stalls at rounding level) a
-    halving of the stationarity residual without an increase of f."""
-    if not np.isfinite(f_new):
-        return False
-    if f_new <= f + ARMIJO * t * slope:
-        return True
-    return r_new is not None and r_new <= 0.5 * r and f_new <= f + 1e-12 * (1 + abs(f))
+    halving of the stationarity residual (``r_new``, None when not known) without an
+    increase of f: :func:`~constrfl.kernels.step_accepted`, the compiled local Newton's
+    test, run as Python."""
+    return step_accepted.py_func(f_new, f, slope, t,
+                                 math.nan if r_new is None else r_new, r)
 
 
 def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
