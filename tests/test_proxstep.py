@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from constrfl import prox
+from constrfl.solvers import proxstep
 from constrfl.solvers.proxstep import prox_newton_point
+
+box_interior_point = proxstep._box_interior_point
 
 SEPARABLE = [prox.L1(0.3), prox.Box(-0.2, 0.5), prox.NonNegative(), prox.ElasticNet(0.2, 0.5),
              prox.L1(0.2) + prox.Box(-0.3, 0.4), prox.SquaredL2(0.3) + prox.NonNegative(),
@@ -48,6 +51,32 @@ def test_many_active_bounds_and_kinks_at_a_bad_condition_number():
     rounding = x.size * 1e-16 * (np.abs(H) @ np.abs(z)).max()
     assert P.dist(z, g + H @ (z - x)) <= rounding
     assert np.isclose(z, 0).sum() > 5 and np.isclose(np.abs(z), 0.1).sum() > 5
+
+
+def test_an_lp_like_box_qp_where_the_active_sets_cycle_is_solved_exactly(monkeypatch):
+    """Q = 10⁴AᵀA + 10⁻³I of rank n/3 plus a proximal term (as β∇c∇cᵀ + I/β is on the
+    LP-like Maros–Meszaros problems), a large linear term, fixed coordinates: the
+    active-set steps do not settle and the interior point method finishes."""
+    rng = np.random.default_rng(0)
+    n = 60
+    A = rng.standard_normal((n // 3, n))
+    H, g = 1e4 * A.T @ A + 1e-3 * np.eye(n), 100 * rng.standard_normal(n)
+    lo = np.where(rng.random(n) < 0.5, -1.0, 0.0)
+    hi = np.where(rng.random(n) < 0.5, 1.0, np.inf)
+    hi[:3] = lo[:3]
+    P, x = prox.Box(lo, hi), np.zeros(n)
+    ran = []
+    monkeypatch.setattr(proxstep, "_box_interior_point",
+                        lambda *a: ran.append(1) or box_interior_point(*a))
+    assert not proxstep._active_set(H, g, np.zeros(n), lo, hi, np.clip(x, lo, hi))[1]
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert ran
+    assert P.value(z) < np.inf
+    rounding = n * 1e-16 * (np.abs(H) @ np.abs(z) + np.abs(g)).max()
+    assert P.dist(z, g + H @ (z - x)) <= rounding
+    ref = _reference(x, g, H, P)
+    phi = lambda v: g @ v + 0.5 * v @ H @ v                      # noqa: E731
+    assert phi(z) <= phi(ref) + 1e-9 * abs(phi(ref))
 
 
 def test_an_indefinite_hessian_gives_the_step_of_its_positive_model():
