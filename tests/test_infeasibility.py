@@ -147,6 +147,32 @@ def test_unbounded_objective():
         assert res.outer_iterations <= 25 and "unbounded below" in res.message
 
 
+def _ray(curvature):
+    """min −w₁ + (curvature/2)w₁² subject to w₂ ≤ 1: no minimizer for curvature 0, else
+    one at w₁ = 1/curvature."""
+    e = np.eye(3)
+    return cf.Problem([cf.Client(objective=fn.Affine(-e[0]), constraints=[fn.Affine(e[1], -1.0)]),
+                       cf.Client(objective=fn.Quadratic(np.diag([curvature, 1.0, 1.0])))])
+
+
+@pytest.mark.parametrize("curvature, claim", [(0.0, True), (1e-7, False)])
+def test_the_unbounded_claim_needs_a_feasible_ray_along_which_f_falls_linearly(curvature,
+                                                                               claim):
+    """The trajectory alone cannot tell a far-away minimizer (w₁ = 10⁷) from none: the
+    probe along the last step (two counted rounds) can."""
+    from constrfl.federation import InProcessFederation
+    from constrfl.solvers.diagnostics import ray_probe
+    problem = _ray(curvature)
+    fed = InProcessFederation(problem)
+    w_prev, w = np.array([1e3, 0.0, 0.0]), np.array([2e3, 0.0, 0.0])
+    objective = -w[0] + curvature / 2 * w[0] ** 2
+    rounds = fed.traffic.rounds
+    evidence = ray_probe(problem, fed, w_prev, w, objective, 1e-6)
+    assert bool(evidence) == claim and fed.traffic.rounds == rounds + 2
+    if claim:
+        assert "falls linearly" in evidence
+
+
 def test_no_minimizer_is_said_plainly():
     """Logistic loss on separable data has no minimizer: the iterates run off; the
     solve ends at max_outer and says why, and does not claim unboundedness."""

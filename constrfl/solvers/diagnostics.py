@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import PartyError
 from ..federation.messages import MessageType as M
+from ..kkt import combine_shares
 from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton
 
@@ -304,7 +305,8 @@ def unbounded(history, eps2):
     fast at the end as at the half-way point (mean decrease over 5 iterations, at least
     90%), by more than 10⁻⁶(1 + |F|) in all, while the stationarity residual has not
     fallen (at least 90%) and ‖w‖∞ grew: steady descent along feasible points that run
-    off, with no sign of a minimizer.  (Without the last two, an objective drifting at
+    off, with no sign of a minimizer (a signature, not a proof: :func:`ray_probe` must
+    confirm it before a claim).  (Without the last two, an objective drifting at
     rounding level near a minimizer — Maros–Meszaros PRIMALC1, 2.8·10⁻⁹ an iteration at
     F = −6155 — was called unbounded.)  (A problem whose infimum is
     not attained — logistic loss on separable data — fails it: its decrease and its
@@ -329,6 +331,43 @@ def unbounded(history, eps2):
                 f"{k - k // 2} iterations before, while the stationarity stays at "
                 f"{half[-1]['stationarity']:.2e}: unbounded below")
     return None
+
+
+#: the probe of :func:`ray_probe` goes this many times ‖wᵏ‖∞ (at least 1) along the step
+PROBE_DISTANCE = 1e6
+
+
+def ray_probe(problem, fed, w_prev, w, objective, eps2):
+    """Evidence that F is unbounded below on the feasible set, or None: along the last
+    step d = wᵏ⁺¹ − wᵏ, at p₁ = w + T·d and p₂ = w + 2T·d (T·‖d‖∞ = ``PROBE_DISTANCE``
+    × max(1, ‖w‖∞)), every constraint holds within ε₂ (two ``kkt.report`` rounds), F
+    is finite and falls, and falls linearly: |F(p₂) − 2F(p₁) + F(w)| ≤ 10⁻³(F(w) −
+    F(p₁)).  A convex problem with a minimizer nearer than p₁ along the ray curves up
+    or leaves the feasible set there (the trajectory alone cannot tell a far-away
+    minimizer from none: Maros–Meszaros QBEACONF, scaled, fell steadily by ~20 an outer
+    iteration towards its minimizer)."""
+    d = w - w_prev
+    size = float(np.max(np.abs(d), initial=0.0))
+    if not size > 0:
+        return None
+    T = PROBE_DISTANCE * max(1.0, float(np.max(np.abs(w)))) / size
+    values = [objective]
+    for t in (T, 2 * T):
+        p = w + t * d
+        replies = fed.broadcast(M.KKT_REPORT, {"w": p, "penalty_weight": 0.0},
+                                include_server=True)
+        owners = sorted(replies, key=lambda n: n != "server")
+        kkt, F = combine_shares([replies[n] for n in owners], problem.user_regularizer,
+                                problem.user_point(p))
+        if not (np.isfinite(F) and kkt.feasibility <= eps2):
+            return None
+        values.append(F)
+    F0, F1, F2 = values
+    if not (F2 < F1 < F0 and abs(F2 - 2 * F1 + F0) <= 1e-3 * (F0 - F1)):
+        return None
+    return (f"; along the last step, at {T * size:.3g} and {2 * T * size:.3g} from the "
+            f"iterate every constraint holds within ε₂ and F falls linearly, to {F1:.6g} "
+            f"and {F2:.6g}")
 
 
 def running_off(history):

@@ -25,7 +25,7 @@ from ..federation.messages import MessageType as M
 from ..progress import log
 from ..kkt import combine_shares
 from ..records import KKT, Multipliers, saved_as
-from .diagnostics import running_off, stalled, unbounded, violation_check
+from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall"]
 
@@ -170,8 +170,9 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
             if verdict is not None:
                 return st.INFEASIBLE, verdict
         evidence = unbounded(s.history, eps2)
-        if evidence is not None:
-            return st.UNBOUNDED, evidence
+        proof = evidence and ray_probe(problem, fed, w_prev, w_new, objective, eps2)
+        if proof:
+            return st.UNBOUNDED, evidence + proof
         verdict = outer_stall(s.history, eps)
         if verdict is not None:
             return verdict
