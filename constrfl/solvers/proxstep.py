@@ -186,8 +186,8 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
 
 
 def _mehrotra_step(Q, c, L, U, z, s, t, y, w, m):
-    """One predictor-corrector step of :func:`_box_interior_point` (Nocedal & Wright,
-    Algorithm 16.4 / 14.3 on the bound-constrained QP), 0.99 of the way to the
+    """One predictor-corrector step of :func:`_box_interior_point` (Mehrotra 1992, as
+    in Nocedal & Wright's chapter 16 on the bound-constrained QP), 0.99 of the way to the
     boundary."""
     r = Q @ z + c - y + w
     mu = (s[L] @ y[L] + t[U] @ w[U]) / m
