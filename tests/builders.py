@@ -45,7 +45,7 @@ def lcqp_problem():
 def count_metric_rows(monkeypatch):
     """A list that collects, as the solve runs, the number of rows of every ADMM penalty
     metric Jᵢ a block chooses (``admm.start`` warm)."""
-    from constrfl.federation import handlers
+    from constrfl.parties import admm as handlers
     rows, real = [], handlers._constraint_metric
 
     def spy(*args):

@@ -18,8 +18,8 @@ import pytest
 
 import constrfl as cf
 from constrfl import Client, functions as fn, kernels as K
-from constrfl.federation import handlers as H
-from constrfl.federation.handlers import Site, dispatch, init_state
+from constrfl.parties import admm as H
+from constrfl.parties import Site, dispatch, init_state
 from constrfl.solvers import block, local
 from constrfl.solvers.block import ARMIJO, RELAXATION, compiled_block, exact_block
 

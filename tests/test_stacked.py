@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
-from constrfl.federation.handlers import RELAXATION, Site, _block_step, admm_step
+from constrfl.parties.admm import RELAXATION, Site, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.solvers.local import minimize_smooth
 from constrfl.stacked import stacked_matrix

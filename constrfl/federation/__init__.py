@@ -7,7 +7,7 @@
 * :mod:`.inprocess`: the default backend, every party in this process.
 """
 from .base import Federation, Traffic
-from .handlers import Site
+from ..parties import Site
 from .inprocess import InProcessFederation
 from .messages import MessageType
 from .runtime import PartyRuntime

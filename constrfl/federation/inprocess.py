@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import status as st
 from ..errors import SolveStop
 from .base import Federation
-from .handlers import Site
+from ..parties import Site
 from .runtime import PartyRuntime
 
 __all__ = ["InProcessFederation"]

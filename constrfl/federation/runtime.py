@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import status as st
 from ..errors import PartyError
-from .handlers import dispatch, init_state
+from ..parties import dispatch, init_state
 from .messages import check_payload
 
 __all__ = ["PartyRuntime"]

@@ -34,7 +34,7 @@ from flwr.clientapp import ClientApp
 
 from .. import status as st
 from ..errors import PartyError
-from ..federation.handlers import Site
+from ..parties import Site
 from ..federation.runtime import PartyRuntime
 from ..problem import Client
 from . import codec

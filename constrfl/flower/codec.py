@@ -35,7 +35,7 @@ from flwr.supercore.inflatable.inflatable_object import (get_all_nested_objects,
 from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
 
 from ..errors import PartyError
-from ..federation.handlers import HANDLERS
+from ..parties import HANDLERS
 from ..federation.messages import MessageType as M
 
 __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",

@@ -43,7 +43,7 @@ from ..api import solve_over
 from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
-from ..federation.handlers import Site
+from ..parties import Site
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
 from . import codec

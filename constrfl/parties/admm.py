@@ -60,7 +60,7 @@ from ..solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from ..solvers.block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
                              SPECTRAL_WEIGHT, compiled_block, exact_block)
 from ..solvers.local import minimize_smooth, woodbury_solve
-from .messages import MessageType as M, pack_upper, trial_steps
+from ..federation.messages import MessageType as M, pack_upper, trial_steps
 
 __all__ = ["Site", "HANDLERS", "handles", "dispatch", "init_state", "CORRECTIONS",
            "penalized_grad"]

@@ -102,7 +102,7 @@ import numpy as np
 from .. import status as st
 from ..control import checkpoint, interruptible, restore
 from ..errors import PartyError, SolveStop
-from ..federation.handlers import CORRECTION_NAMES, CORRECTIONS, penalized_grad
+from ..parties import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
 from ..kkt import combine_shares
 from ..progress import progress_line, status_text
