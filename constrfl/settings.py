@@ -28,7 +28,7 @@ import numpy as np
 
 from . import status as st
 from .control import count, positive, real
-from .parties import CORRECTION_NAMES
+from .corrections import CORRECTION_NAMES
 from .result import SolveResult
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",

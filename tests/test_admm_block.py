@@ -1,6 +1,6 @@
 """One specification of the ADMM block step (constrfl.solvers.block): its compiled
-implementation (kernels.stacked_admm_step, handlers._compiled_step) and its generic one
-(handlers._block_step), each forced here, agree on every branch of the step: each
+implementation (kernels.stacked_admm_step, parties.admm._compiled_step) and its generic one
+(parties.admm._block_step), each forced here, agree on every branch of the step: each
 outcome of the local Newton method's acceptance test (Armijo, the stalled-f halving of
 the residual, a rejection and a shorter step, every step rejected), its stops (at the
 start point, converged, out of iterations), a penalty that changes (ρᵢ' ≠ ρᵢ, and the
@@ -8,8 +8,8 @@ spectral rule over rounds), with and without a penalty metric Jᵢ, on dense and
 with inequalities; a party with equalities, or an exact quadratic block, is the generic
 step's, and the handler says so once (compiled_block).  Where the kernel hands back (a
 value not finite, a Hessian not positive definite) the handler takes the generic step:
-tests/test_stacked.py.  An exact block keeps its eigendecomposition in the party's state
-(no module-level cache)."""
+tests/test_stacked.py.  An exact block keeps its eigendecomposition on the party's site
+(not in its state, no module-level cache)."""
 import math
 from collections import Counter
 
@@ -18,8 +18,8 @@ import pytest
 
 import constrfl as cf
 from constrfl import Client, functions as fn, kernels as K
-from constrfl.parties import admm as H
-from constrfl.parties import Site, dispatch, init_state
+from constrfl.federation.runtime import PartyRuntime, dispatch
+from constrfl.parties import Site, admm as H, init_state
 from constrfl.solvers import block, local
 from constrfl.solvers.block import ARMIJO, RELAXATION, compiled_block, exact_block
 
@@ -130,7 +130,7 @@ def test_compiled_and_generic_block_steps_agree_on_every_branch(layout, rows, tr
             state = block_state(party, r, scale, rows, rho, max_iter)
             w, rho_next = r.standard_normal(d), 1.3 * rho       # ρᵢ changes
             traced["steps"].clear()
-            ref = H._block_step(state, party, w, rho_next, tol)
+            ref = H._block_step(state, Site(party), w, rho_next, tol)
             got = H._compiled_step(state, party, w, rho_next, tol)
             assert got is not None, (name, seed)
             np.testing.assert_array_equal(got[0], ref[0])                 # eᵢ
@@ -171,7 +171,7 @@ def test_every_step_rejected(layout, monkeypatch, traced):
     state = block_state(party, np.random.default_rng(3), rows=2)
     w = np.random.default_rng(4).standard_normal(d)
     monkeypatch.setattr(local, "accept_step", lambda *args: False)
-    ref = H._block_step(state, party, w, 1.1, 1e-10)
+    ref = H._block_step(state, Site(party), w, 1.1, 1e-10)
     assert not traced["solves"][-1].converged and traced["solves"][-1].iterations == 0
     monkeypatch.setattr(K, "step_accepted", lambda *args: False)
     monkeypatch.setattr(K, "_dot", lambda a, b: float(a @ b))        # a jit-only helper
@@ -223,7 +223,7 @@ def test_a_party_with_equalities_takes_the_generic_step():
     state = dict(block_state(party, r, rows=3), nu=r.standard_normal(2))
     w = r.standard_normal(d)
     reply, _ = H.admm_step({"w": w, "tol": 1e-10}, state, Site(party))
-    ref = H._block_step(state, party, w, state["rho"], 1e-10)
+    ref = H._block_step(state, Site(party), w, state["rho"], 1e-10)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
         np.testing.assert_array_equal(reply[key], value)
 
@@ -234,57 +234,97 @@ def quadratic_party():
                   equalities=[fn.Affine(np.ones(d), -1.0)])
 
 
-def test_an_exact_block_keeps_its_eigendecomposition_in_its_state():
+def test_an_exact_block_keeps_its_eigendecomposition_on_its_site():
     """A quadratic block (stacked rows, yet exact: one linear solve beats Newton) keeps
-    ∇²φᵢ = Q diag(λ) Qᵀ in its state for the (β, γ) it was computed at: reused while they
-    stay (the same arrays), recomputed when β changes, absent from a new solve's state;
-    the handler's step equals the generic one's."""
+    ∇²φᵢ = Q diag(λ) Qᵀ on its site (what the party holds for the solve, never
+    serialized) for the (β, γ) it was computed at: reused while they stay (the same
+    arrays), recomputed when β changes; never in its state."""
     party = quadratic_party()
     assert exact_block(party, True) and not exact_block(party, False)
     assert party.stacked is not None and not compiled_block(party, True)
     wk = np.random.default_rng(9).standard_normal(d)
     msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": True, "local_max_iter": 100,
            "local_hessian": True, "adaptive": False, "metric": True, "rho": 0.3}
-    _, state = dispatch("al.begin+admm.start", msg, init_state(party), Site(party))
-    assert "eigen_vectors" not in state
+    site = Site(party)
+    _, state = dispatch("al.begin+admm.start", msg, init_state(party), site)
     w = wk + 0.1
-    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, Site(party))
-    Q = state["eigen_vectors"]
-    np.testing.assert_array_equal(state["eigen_at"], [10.0, 0.01])
-    H_phi = H._phi(state, party)(wk, 2)[2]
-    close(Q @ np.diag(state["eigen_values"]) @ Q.T, H_phi, 1e-13)
-    _, again = dispatch("admm.step", {"w": w + 0.1, "tol": 1e-9}, state, Site(party))
-    assert again["eigen_vectors"] is Q                                  # reused
+    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, site)
+    key, (Q, eig) = site._memo["eigen"]
+    assert key == (10.0, 0.01)
+    close(Q @ np.diag(eig) @ Q.T, H._phi(state, party)(wk, 2)[2], 1e-13)
+    _, again = dispatch("admm.step", {"w": w + 0.1, "tol": 1e-9}, state, site)
+    assert site._memo["eigen"][1][0] is Q                               # reused
     _, state = dispatch("al.update+admm.start", dict(msg, beta=20.0, cold=False), again,
-                        Site(party))
-    _, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, Site(party))
-    assert state["eigen_vectors"] is not Q
-    np.testing.assert_array_equal(state["eigen_at"], [20.0, 0.01])
+                        site)
+    _, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, site)
+    key, (Q20, _) = site._memo["eigen"]
+    assert key == (20.0, 0.01) and Q20 is not Q
+    assert not [k for s in (state, again) for k in s if k.startswith("eigen")]
     assert not hasattr(H, "_EIGEN")                                     # no hidden cache
 
 
+def test_a_scaled_exact_block_keeps_its_eigendecomposition_on_its_scaled_site():
+    """Under a scaling the handlers see the site's scaled view (built once per scaling,
+    kept on the site): the eigendecomposition is the scaled φᵢ's, on that view."""
+    party = quadratic_party()
+    site = Site(party)
+    D = np.linspace(0.5, 2.0, d)
+    wk = np.random.default_rng(11).standard_normal(d)
+    _, state = dispatch("scale.stats", {"w": wk}, init_state(party), site)
+    msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": True, "local_max_iter": 100,
+           "local_hessian": True, "adaptive": False, "metric": True, "rho": 0.3,
+           "scale_columns": D, "scale_objective": 0.5}
+    _, state = dispatch("al.begin+admm.start", msg, state, site)
+    view = site.view(state)
+    assert view is not site and site.view(state) is view                # built once
+    assert view.party is not party and "eigen" not in site._memo
+    dispatch("admm.step", {"w": wk + 0.1, "tol": 1e-9}, state, site)
+    _, (Q, eig) = view._memo["eigen"]
+    close(Q @ np.diag(eig) @ Q.T, H._phi(state, view.party)(wk, 2)[2], 1e-13)
+    assert site.view(dict(state, scale_objective=0.25)) is not view     # another scaling
+
+
 def test_a_solve_of_exact_blocks_resumes_bit_for_bit(tmp_path):
-    """The eigendecompositions travel with the parties' states: a solve stopped after
-    its first outer iteration, saved and loaded, resumes to the uninterrupted answer."""
+    """The parties' states hold no eigendecomposition, yet a solve stopped after its
+    first outer iteration, saved and loaded, resumes to the uninterrupted answer (the
+    sites decompose again); so does a state saved with the ``eigen_*`` fields of the
+    previous version, whatever they hold (they are dropped on loading)."""
     p = cf.Problem([Client(fn.LeastSquares(X, X @ np.arange(d) + k), name=f"c{k}",
                            equalities=[fn.Affine(np.ones(d), -1.0 - k)])
                     for k, X in enumerate((X1, X2, X1[::-1]))])
     full = cf.solve(p, inner="admm")
     res = cf.solve(p, inner="admm", callback=lambda r: r["k"] == 1)
     assert res.status == "stopped"
-    assert all("eigen_vectors" in s["state"] for s in res.state["parties"].values())
+    assert not [k for s in res.state["parties"].values() for k in s["state"]
+                if k.startswith("eigen")]
     again = cf.solve(p, resume=cf.load_result(res.save(tmp_path / "stopped")))
     assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
+    for s in res.state["parties"].values():                 # as the previous version saved
+        s["state"].update(eigen_at=np.array([1.0, 2.0]), eigen_vectors=np.eye(d),
+                          eigen_values=np.ones(d))
+    old = cf.load_result(res.save(tmp_path / "old"))
+    assert all("eigen_vectors" in s["state"] for s in old.state["parties"].values())
+    again = cf.solve(p, resume=old)
+    assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
+    assert not [k for s in again.state["parties"].values() for k in s["state"]
+                if k.startswith("eigen")]
 
 
-def test_the_state_of_an_exact_block_is_plain_data():
-    """What a site stores every message (Flower's site state) holds the
-    eigendecomposition exactly."""
+def test_the_state_of_an_exact_block_is_small_plain_data():
+    """What a site stores every message (Flower's site state) holds no
+    eigendecomposition (d² floats); one stored by the previous version, with it, loads
+    into a runtime without it."""
     codec = pytest.importorskip("constrfl.flower.codec")
     party = quadratic_party()
     state = block_state(party, np.random.default_rng(10))
     reply, state = H.admm_step({"w": np.ones(d), "tol": 1e-9}, state, Site(party))
+    assert not [k for k in state if k.startswith("eigen")]
     snapshot = {"state": state, "seq": 3, "reply": reply}
     back, _ = codec.unpack_state(codec.pack_state(snapshot, {}))
-    for key in ("eigen_at", "eigen_vectors", "eigen_values"):
+    assert back["state"].keys() == state.keys()
+    for key in state:
         np.testing.assert_array_equal(back["state"][key], state[key])
+    legacy = dict(snapshot, state=dict(state, eigen_at=np.array([10.0, 0.01]),
+                                       eigen_vectors=np.eye(d), eigen_values=np.ones(d)))
+    back, _ = codec.unpack_state(codec.pack_state(legacy, {}))
+    assert PartyRuntime(Site(party), back).state.keys() == state.keys()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import constrfl as cf
-from constrfl.parties import admm as handlers
-from constrfl.parties import Site, dispatch, init_state
+from constrfl.federation.runtime import dispatch
+from constrfl.parties import Site, admm as handlers, init_state
 from constrfl.solvers.admm import ADMM
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
-from constrfl.parties.admm import RELAXATION, Site, _block_step, admm_step
+from constrfl.parties import Site
+from constrfl.parties.admm import RELAXATION, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.solvers.local import minimize_smooth
 from constrfl.stacked import stacked_matrix
@@ -208,7 +209,7 @@ def test_compiled_admm_block_step_equals_the_generic_one(name, rows):
     got = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
                                   w, state["u"], state["lam"], state["rho"], rho_next,
                                   state["J"], RELAXATION, tol, 100)
-    ref = _block_step(state, party, w, rho_next, tol)
+    ref = _block_step(state, Site(party), w, rho_next, tol)
     assert got is not None
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-13)     # eᵢ
     assert got[1] == pytest.approx(ref[1], rel=1e-12, abs=1e-15)            # κᵢ
@@ -233,7 +234,7 @@ def test_admm_block_step_of_a_nonconvex_party_falls_back():
                                    state["lam"], 0.02, 0.02, state["J"], RELAXATION, 1e-9,
                                    100) is None
     reply, _ = admm_step({"w": w, "tol": 1e-9}, state, Site(party, None))
-    ref = _block_step(state, party, w, 0.02, 1e-9)
+    ref = _block_step(state, Site(party), w, 0.02, 1e-9)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
         np.testing.assert_array_equal(reply[key], value)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .. import status as st
 from ..errors import SolveStop
-from .base import Federation
 from ..parties import Site
+from .base import Federation
 from .runtime import PartyRuntime
 
 __all__ = ["InProcessFederation"]

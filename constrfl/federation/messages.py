@@ -25,7 +25,7 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 class MessageType:
-    """The message types the solvers send (the handlers of :mod:`.handlers`)."""
+    """The message types the solvers send (their handlers: :mod:`constrfl.parties`)."""
 
     SCALE_STATS = "scale.stats"    # column statistics at w⁰ for the scaling (§8a)
     AL_BEGIN = "al.begin"          # start subproblem (9) at centre w with penalty β

@@ -1,21 +1,53 @@
 """One party's side of the protocol, as any backend runs it.
 
-A :class:`PartyRuntime` holds a :class:`~.handlers.Site` (the party's functions, hence
-its data, and the public regularizer), its state (a
-plain dict, see :mod:`.handlers`) and the last (sequence number, reply).  It answers a
-repeated sequence number from that cache (so a retried or resent message is harmless)
-and turns every exception of the handlers into an error value for the backend to send.
+A :class:`PartyRuntime` holds a :class:`~constrfl.parties.Site` (the party's functions,
+hence its data, the public regularizer and what the handlers derive from them for the
+solve), its state (a plain dict, see :mod:`constrfl.parties`) and the last (sequence
+number, reply).  It answers a repeated sequence number from that cache (so a retried or
+resent message is harmless), runs the handler(s) a message type names (:func:`dispatch`,
+reading the party side's dispatch table) and turns every exception of the handlers into
+an error value for the backend to send.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from .. import status as st
 from ..errors import PartyError
-from ..parties import dispatch, init_state
+from ..parties import HANDLERS, init_state, restore_state    # the party side's hook
 from .messages import check_payload
 
-__all__ = ["PartyRuntime"]
+__all__ = ["PartyRuntime", "dispatch"]
+
+
+@functools.lru_cache(maxsize=64)
+def _handlers(message_type):
+    """The handlers of a (compound ``a+b``) message type, in order."""
+    parts = message_type.split("+")
+    unknown = [p for p in parts if p not in HANDLERS]
+    if unknown:
+        raise ValueError(f"no handler for message type {unknown[0]!r}")
+    return tuple(HANDLERS[p] for p in parts)
+
+
+def dispatch(message_type, msg, state, site):
+    """Run the handler(s) of a (compound ``a+b``) message type; merge their replies.
+    Each handler sees the site's view of the state it gets
+    (:meth:`~constrfl.parties.Site.view`: its scaled functions once the state holds a
+    scaling)."""
+    handlers = _handlers(message_type)
+    if len(handlers) == 1:
+        return handlers[0](msg, state, site.view(state))
+    reply = {}
+    for handler in handlers:
+        r, state = handler(msg, state, site.view(state))
+        if reply.keys() & r.keys():
+            raise ValueError(f"compound message {message_type!r}: replies overlap in "
+                             f"{sorted(reply.keys() & r.keys())}")
+        reply.update(r)
+    return reply, state
 
 
 class PartyRuntime:
@@ -26,8 +58,8 @@ class PartyRuntime:
         if snapshot is None:
             self.state, self.seq, self.reply = init_state(site.party), 0, None
         else:
-            self.state, self.seq, self.reply = (snapshot["state"], snapshot["seq"],
-                                                snapshot["reply"])
+            self.state, self.seq, self.reply = (restore_state(snapshot["state"]),
+                                                snapshot["seq"], snapshot["reply"])
 
     def call(self, seq, message_type, payload):
         if seq == self.seq:

@@ -8,7 +8,7 @@ client without a name is named after ``node_config[site_key]``.  Never by node i
 restarted SuperNode gets a new one.
 
 Every message runs the site's :class:`~constrfl.federation.PartyRuntime` (the pure
-handlers of :mod:`constrfl.federation.handlers`) on its state, which lives
+handlers of :mod:`constrfl.parties`) on its state, which lives
 
 * in ``context.state`` (the SuperNode keeps it in memory between messages, for the run),
 * and in a site-local file pair ``<state_dir>/<site>.state.0|1``

@@ -1,7 +1,64 @@
-"""A party's side of every algorithm: the handlers of the protocol's messages
-(:mod:`.admm`; moved from ``constrfl.federation.handlers``)."""
-from .admm import (CORRECTION_NAMES, CORRECTIONS, HANDLERS, Site, dispatch, init_state,
-                   penalized_grad)
+"""A party's side of every algorithm: pure handlers ``(message, state, site) -> (reply, state)``.
 
-__all__ = ["Site", "HANDLERS", "dispatch", "init_state", "CORRECTIONS", "CORRECTION_NAMES",
-           "penalized_grad"]
+``site`` (:class:`Site`) is what the party holds: its functions (``site.party``, hence
+its data), the problem's public regularizer P (``site.regularizer``, used only by the
+composite baselines' clients), and what the handlers derive from them once for the
+solve (the scaled functions, an exact ADMM block's eigendecomposition); it is never
+serialized.  ``state`` is a flat dict of float64 arrays and Python scalars — the party's
+multipliers and its ADMM block (:func:`init_state`) — so it serializes bit-exactly; a
+handler returns a new dict and never changes an array in place.  Everything else a
+handler needs arrives in the message (there is no separate configuration).
+
+One module a concern, each registering its handlers in the dispatch table
+:data:`HANDLERS` (:mod:`.registry`) when this package is imported:
+
+* :mod:`.al` — ``al.begin``, ``al.update``, ``kkt.report``;
+* :mod:`.admm` — ``admm.start``, ``admm.step``;
+* :mod:`.newton` — ``newton.eval``, ``newton.hvp``, ``newton.basis``, ``feas.eval``;
+* :mod:`.scaling` — ``scale.stats``;
+* :mod:`.baselines` — ``sgd.train``, ``dual.train``, ``adam.train``;
+* :mod:`.site` — :class:`Site`, :func:`init_state`, :func:`restore_state`.
+
+The transport (:mod:`constrfl.federation`) reaches this side only through this
+package's names; the math the baselines' server shares with its clients is in
+:mod:`constrfl.corrections`.
+
+Handlers (message types of :class:`~constrfl.federation.messages.MessageType`, equation
+numbers of docs/algorithms.md):
+
+* ``al.begin`` {w, beta}: start the subproblem (9) centred at w.
+* ``al.update`` {w, beta}: the multiplier step 3 of Algorithm 1 at w with the finished
+  subproblem's β, then the party's KKT share at (w, μ⁺, ν⁺); the next subproblem is
+  centred at w with penalty ``beta``.  Reply: μ⁺, ν⁺, the Lagrangian-gradient share
+  ∇fᵢ + ∇cᵢμ⁺ + ∇hᵢν⁺ and the party's feasibility, complementarity and Definition-1
+  residuals and fᵢ(w).
+* ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
+  multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
+* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho]}:
+  φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
+  and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ, an empty Jᵢ), else (uᵢ, λᵢ, ρᵢ) carry over and,
+  with ``metric``, the penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ (reply Jᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ).
+* ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the Rᵢ the server used), the
+  block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
+  ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
+  eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
+* ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
+  the gradient at w, with 2 also the upper triangle of its Hessian.
+* ``newton.eval`` with ``basis``: the Hessian as the core Cᵢ of its row basis (B1),
+  r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`).
+* ``newton.basis`` {start, count}: those columns of the party's row basis B.
+* ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
+  generalized Hessian at w times v (the Hessian-free Newton-CG; d floats up).
+* ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
+  ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` its largest violation.
+* ``scale.stats`` {w}: the scaling's column statistics at w⁰ (§8a); the party keeps its
+  row scales.
+* ``sgd.train``, ``dual.train``, ``adam.train`` {x, lr, steps, round, n_clients,
+  penalty_weight, batch_size, seed, ...}: the baselines' K local steps (FedAvg / FedOpt /
+  FedMid, FedDualAvg, FedCAda); reply Δᵢ (and FedCAda's mᵢ, vᵢ).
+"""
+from . import admm, al, baselines, newton, scaling    # noqa: F401  (they register)
+from .registry import HANDLERS
+from .site import Site, init_state, restore_state
+
+__all__ = ["HANDLERS", "Site", "init_state", "restore_state"]

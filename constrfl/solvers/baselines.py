@@ -66,7 +66,7 @@ The last two are per-coordinate (a diagonal metric), where the prox is coordinat
 for a separable P (Zero, L1, SquaredL2, ElasticNet, Box, NonNegative); other regularizers
 raise ValueError for these methods.
 
-**Messages** (:mod:`constrfl.federation.handlers`: ``sgd.train``, ``dual.train``,
+**Messages** (:mod:`constrfl.parties.baselines`: ``sgd.train``, ``dual.train``,
 ``adam.train``): per round and sampled client, the broadcast — the model (d floats;
 FedCAda x, m, v: 3d; FedDualAvg z) and 8 scalars: the client rate, K, the round, n, γ,
 the batch size, the seed and the client-prox flag (FedDualAvg: the prox offset instead;
@@ -102,7 +102,7 @@ import numpy as np
 from .. import status as st
 from ..control import checkpoint, interruptible, restore
 from ..errors import PartyError, SolveStop
-from ..parties import CORRECTION_NAMES, CORRECTIONS, penalized_grad
+from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
 from ..kkt import combine_shares
 from ..progress import progress_line, status_text

@@ -1,10 +1,11 @@
 """The ADMM block step, specified once: a block's side of Algorithm 2 (the ``admm.step``
-handler of :mod:`constrfl.federation.handlers`) runs on one of two implementations,
+handler of :mod:`constrfl.parties.admm`) runs on one of two implementations,
 
-* the generic one, function by function (``handlers._block_step``), for every party;
+* the generic one, function by function (``parties.admm._block_step``), for every party;
 * the compiled one, the whole step in one call
-  (:func:`~constrfl.kernels.stacked_admm_step`), for the parties :func:`compiled_block` accepts, falling back on the generic one where
-  it hands back (a value that is not finite, a Hessian that is not positive definite).
+  (:func:`~constrfl.kernels.stacked_admm_step`), for the parties :func:`compiled_block`
+  accepts, falling back on the generic one where it hands back (a value that is not
+  finite, a Hessian that is not positive definite).
 
 Both take from here their tuning constants, the acceptance test of the local Newton
 method that solves (19), and which of them runs (docs/algorithms.md §4, §8;

@@ -1,0 +1,83 @@
+"""The federated Newton inner solver (docs/algorithms.md §5), a party's side:
+``newton.eval`` (values, gradient, Hessian or its core in the row basis),
+``newton.hvp``, ``newton.basis``, and ``feas.eval`` (the same for the violation term of
+the infeasibility check, §3)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..federation.messages import MessageType as M, pack_upper, trial_steps
+from ..rowspace import basis_core, row_basis
+from ..solvers.augmented import AugmentedTerm
+from .al import term as al_term
+from .registry import handles
+
+__all__ = ["newton_eval", "newton_hvp", "newton_basis", "feas_eval"]
+
+
+def _evaluate(term, msg):
+    """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
+    and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks; with
+    ``basis`` the Hessian as its core in the party's row basis where it has one."""
+    order, w = msg["order"], msg["w"]
+    core = None
+    if order >= 2 and msg.get("basis"):
+        core = basis_core(term.party, w, term.beta, term.mu, term.objective)
+    val, g, H = term(w, 1 if core is not None else order)
+    reply = {"values": np.append(val, term.values(trial_steps(msg)))}
+    if order >= 1:
+        reply["grad"] = g
+    if core is not None:
+        reply["core"] = pack_upper(core)
+    elif order >= 2 and H is not None:      # no Hessian: the server goes quasi-Newton
+        reply["hess"] = pack_upper(H)
+    return reply
+
+
+@handles(M.NEWTON_EVAL)
+def newton_eval(msg, state, site):
+    return _evaluate(al_term(state, site.party), msg), state
+
+
+@handles(M.NEWTON_HVP)
+def newton_hvp(msg, state, site):
+    """The party's Hessian (of its AL term, or with ``violation`` of its violation term)
+    at w times v; by a finite difference of its own gradients where a function has no
+    Hessian."""
+    term = (_violation_term(site.party) if msg.get("violation")
+            else al_term(state, site.party))
+    w, v = msg["w"], msg["v"]
+    Hv = term.hessvec(w, v)
+    if Hv is None:
+        eps = 1e-7 * (1.0 + float(np.max(np.abs(w)))) / max(float(np.max(np.abs(v))), 1e-300)
+        Hv = (term(w + eps * v, 1)[1] - term(w, 1)[1]) / eps
+    return {"hv": Hv}, state
+
+
+@handles(M.NEWTON_BASIS)
+def newton_basis(msg, state, site):
+    """Columns ``start`` to ``start + count`` of the party's row basis B (B1), as rows
+    (none without a basis or past its rank)."""
+    basis = row_basis(site.party)
+    B = np.zeros((0, 0)) if basis is None else basis[0]
+    return {"basis": np.ascontiguousarray(B.T[msg["start"]:msg["start"] + msg["count"]])
+            .ravel()}, state
+
+
+def _violation_term(party):
+    """‖[cᵢ]₊‖² + ‖hᵢ‖²: the AL term without objective, at zero multipliers, β = 2."""
+    return AugmentedTerm(party, 2.0, np.zeros(party.n_ineq), np.zeros(party.n_eq),
+                         objective=False)
+
+
+@handles(M.FEAS_EVAL)
+def feas_eval(msg, state, site):
+    """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
+    zero multipliers and β = 2); with ``report`` its largest violation and whether its
+    functions are convex."""
+    party = site.party
+    if msg.get("report"):
+        c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
+        worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
+        return {"violation": worst, "convex": party.is_convex}, state
+    return _evaluate(_violation_term(party), msg), state

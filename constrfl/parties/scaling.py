@@ -1,0 +1,17 @@
+"""The scaling (docs/algorithms.md §8a, :mod:`constrfl.scaling`), a party's side: its
+statistics at w⁰ (``scale.stats``).  The scaled functions the handlers see once the
+state holds a scaling: :meth:`~.site.Site.view`."""
+from __future__ import annotations
+
+from ..federation.messages import MessageType as M
+from ..scaling import column_stats
+from .registry import handles
+
+__all__ = ["scale_stats"]
+
+
+@handles(M.SCALE_STATS)
+def scale_stats(msg, state, site):
+    """The scaling's statistics at w⁰; the party keeps its row scales (§8a)."""
+    reply, e_ineq, e_eq = column_stats(site.party, msg["w"])
+    return reply, dict(state, scale_rows_ineq=e_ineq, scale_rows_eq=e_eq)
