@@ -3,7 +3,7 @@
 The blocks are the clients (over the federation) and, when the server has functions of
 its own (f₀, c₀, h₀), the server's block (its AL₀ as a consensus block like a client's,
 answered in the server's process without traffic).  Their side is the ``admm.start`` and
-``admm.step`` handlers of :mod:`constrfl.federation.handlers`; the block step's tuning
+``admm.step`` handlers of :mod:`constrfl.parties.admm`; the block step's tuning
 constants (named below), the acceptance test of its local Newton method and the choice
 between its generic and compiled implementations are in :mod:`.block`.  Per round the
 server broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share
