@@ -110,6 +110,16 @@ def combine_shares(shares, regularizer, w, atol=0.0):
     return kkt, sum(s["objective"] for s in shares) + regularizer.value(w)
 
 
+def measured_at(problem, w, replies):
+    """``(KKT, F)`` at the server's point ``w`` from a round's replies ``{owner:
+    share}``: :func:`combine_shares` in :func:`kkt`'s order (server first), in the
+    user's units (``problem.user_regularizer`` at ``problem.user_point(w)``: a scaled
+    solve's view maps its x back)."""
+    owners = sorted(replies, key=lambda n: n != "server")
+    return combine_shares([replies[n] for n in owners], problem.user_regularizer,
+                          problem.user_point(w))
+
+
 def _inf_norm(v):
     return float(np.max(np.abs(v), initial=0.0))
 

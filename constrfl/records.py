@@ -31,20 +31,18 @@ def saved_as(tag):
 
 def saved_tag(cls):
     """The tag ``cls`` is saved under."""
-    try:
-        return _TAGS[cls]
-    except KeyError:
+    if cls not in _TAGS:
         raise TypeError(f"{cls.__module__}.{cls.__qualname__} cannot be saved: it has no "
-                        f"tag (register it with constrfl.records.saved_as)") from None
+                        f"tag (register it with constrfl.records.saved_as)")
+    return _TAGS[cls]
 
 
 def saved_class(tag):
     """The class registered under ``tag``."""
-    try:
-        return _CLASSES[tag]
-    except KeyError:
+    if tag not in _CLASSES:
         raise ValueError(f"unknown saved type tag {tag!r} (known: "
-                         f"{', '.join(sorted(_CLASSES))})") from None
+                         f"{', '.join(sorted(_CLASSES))})")
+    return _CLASSES[tag]
 
 
 @saved_as("multipliers")

@@ -104,7 +104,7 @@ from ..control import checkpoint, interruptible, restore
 from ..errors import PartyError, SolveStop
 from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..federation.messages import MessageType as M
-from ..kkt import combine_shares
+from ..kkt import measured_at
 from ..progress import progress_line, status_text
 from ..records import KKT, Multipliers, saved_as
 from ..result import SolveResult
@@ -484,10 +484,9 @@ def _observe(problem, fed, w, weight):
     is not counted."""
     replies = fed.broadcast(M.KKT_REPORT, {"w": w, "penalty_weight": weight},
                             include_server=True, counted=False)
-    owners = sorted(replies, key=lambda n: n != "server")     # cf.kkt's order
-    kkt, objective = combine_shares([replies[o] for o in owners], problem.regularizer, w)
+    kkt, objective = measured_at(problem, w, replies)
     mults = problem.zero_multipliers()
-    mults.update({o: Multipliers(replies[o]["mu"], replies[o]["nu"]) for o in owners})
+    mults.update({o: Multipliers(r["mu"], r["nu"]) for o, r in replies.items()})
     return dict(objective=objective, **{key: getattr(kkt, key) for key in KKT.RECORDED},
                 multipliers=mults)
 

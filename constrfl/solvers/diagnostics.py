@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import PartyError
 from ..federation.messages import MessageType as M
-from ..kkt import combine_shares
+from ..kkt import measured_at
 from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton
 
@@ -356,9 +356,7 @@ def ray_probe(problem, fed, w_prev, w, objective, eps2):
         p = w + t * d
         replies = fed.broadcast(M.KKT_REPORT, {"w": p, "penalty_weight": 0.0},
                                 include_server=True)
-        owners = sorted(replies, key=lambda n: n != "server")
-        kkt, F = combine_shares([replies[n] for n in owners], problem.user_regularizer,
-                                problem.user_point(p))
+        kkt, F = measured_at(problem, p, replies)
         if not (np.isfinite(F) and kkt.feasibility <= eps2):
             return None
         values.append(F)

@@ -23,7 +23,7 @@ from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..federation.messages import MessageType as M
 from ..progress import log
-from ..kkt import combine_shares
+from ..kkt import measured_at
 from ..records import KKT, Multipliers, saved_as
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
@@ -75,23 +75,16 @@ def _start(fed, inner, k, w, beta, tau, update, previous=None, extra=None):
     return replies, inner.begin(replies, w, tau, beta, previous)
 
 
-def _measured(problem, w, replies):
-    """``(KKT, F(w))`` of §2 from the owners' shares in ``replies``, combined in
-    :func:`constrfl.kkt`'s order (server first), in the user's units."""
-    owners = sorted(replies, key=lambda n: n != "server")
-    return combine_shares([replies[n] for n in owners], problem.user_regularizer,
-                          problem.user_point(w))
-
-
 def _kkt_round(problem, w, replies, previous):
-    """The KKT residuals and objective (:func:`_measured`), the owners' multipliers and
+    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`), the owners'
+    multipliers and
     the largest multiplier change (for rule (11))."""
     mults = {name: Multipliers(r["mu"], r["nu"]) for name, r in replies.items()}
     zero = Multipliers(0.0, 0.0)             # before the first report: μ⁰ = 0, ν⁰ = 0
     step = max((float(np.max(np.abs(np.concatenate([m.ineq - previous.get(n, zero).ineq,
                                                      m.eq - previous.get(n, zero).eq])),
                              initial=0.0)) for n, m in mults.items()), default=0.0)
-    kkt, objective = _measured(problem, w, replies)
+    kkt, objective = measured_at(problem, w, replies)
     return kkt, mults, step, objective
 
 
@@ -118,7 +111,7 @@ def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
                                                    s.history),
                                       update=False, extra=problem.begin_payload())
             if s.start is None and not s.history:
-                kkt, objective = _measured(problem, w_prev, replies)
+                kkt, objective = measured_at(problem, w_prev, replies)
                 s.start = dict(_recorded(kkt), objective=objective)
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):

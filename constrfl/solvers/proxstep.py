@@ -112,7 +112,7 @@ def _active_set(Q, c, lam, lo, hi, z):
             break
         used, g = sets, Q @ z + c
         z_box = np.clip(z, lo, hi)
-        phi = _phi(z_box, Q @ z_box + c, c, lam)
+        phi = _phi(z_box, g if np.array_equal(z_box, z) else Q @ z_box + c, c, lam)
         best, best_phi, since = (z_box, phi, 0) if phi < best_phi else (best, best_phi,
                                                                          since + 1)
         if since == STALLED_STEPS:
@@ -157,7 +157,8 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
     if fixed.any():
         keep, at = np.flatnonzero(~fixed), np.flatnonzero(fixed)
         out = lo.copy()
-        out[keep] = _box_interior_point(Q[np.ix_(keep, keep)], c[keep] + Q[np.ix_(keep, at)] @ lo[at],
+        out[keep] = _box_interior_point(Q[np.ix_(keep, keep)],
+                                        c[keep] + Q[np.ix_(keep, at)] @ lo[at],
                                         lo[keep], hi[keep], z[keep], tol)
         return out
     L, U = np.isfinite(lo), np.isfinite(hi)
@@ -170,7 +171,8 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
     g = Q @ z + c
     size = 1e-2 * max(1.0, float(np.max(np.abs(g))))
     s, t = np.where(L, z - low, 1.0), np.where(U, high - z, 1.0)
-    y, w = np.where(L, np.maximum(g, 0.0) + size, 0.0), np.where(U, np.maximum(-g, 0.0) + size, 0.0)
+    y = np.where(L, np.maximum(g, 0.0) + size, 0.0)
+    w = np.where(U, np.maximum(-g, 0.0) + size, 0.0)
     tried = None
     for _ in range(INTERIOR_STEPS):
         guess = (L & (y > s), U & (w > t))
@@ -178,7 +180,8 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
             tried = guess
             exact = np.clip(_on_pieces(Q, c, 0.0, guess[0] | guess[1], 0.0,
                                        np.where(guess[0], lo, hi)), lo, hi)
-            rounding = c.size * np.finfo(float).eps * float(np.max(np.abs(Q) @ np.abs(exact) + np.abs(c)))
+            rounding = c.size * np.finfo(float).eps * float(
+                np.max(np.abs(Q) @ np.abs(exact) + np.abs(c)))
             if _residual(Q, c, 0.0, lo, hi, exact) <= max(tol, rounding):
                 return exact
         z, s, t, y, w = _mehrotra_step(Q, c, L, U, z, s, t, y, w, m)
@@ -194,7 +197,8 @@ def _mehrotra_step(Q, c, L, U, z, s, t, y, w, m):
     factor = np.linalg.cholesky(Q + np.diag(np.where(L, y / s, 0.0) + np.where(U, w / t, 0.0)))
 
     def direction(rs, rt):
-        dz = -kernels.cholesky_solve(factor, r + np.where(L, rs / s, 0.0) - np.where(U, rt / t, 0.0))
+        dz = -kernels.cholesky_solve(factor, r + np.where(L, rs / s, 0.0)
+                                     - np.where(U, rt / t, 0.0))
         return dz, np.where(L, (-rs - y * dz) / s, 0.0), np.where(U, (-rt + w * dz) / t, 0.0)
 
     def lengths(dz, dy, dw):
