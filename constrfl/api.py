@@ -6,17 +6,15 @@ import time
 
 import numpy as np
 
-from . import status as st
-from .control import (SolveControl, checked_callback, checkpoint, interruptible, positive,
-                      restore)
-from .errors import SolveStop
+from .control import SolveControl, checked_callback, positive
+from .execution import bookkeeping, run
 from .federation import InProcessFederation
 from .problem import Problem
-from .progress import progress_line, status_text
+from .progress import status_text
 from .result import KKT, SolveResult
 from .scaling import ScaledView, federated_scaling
 from .settings import (AUTO_NEWTON_MAX_DIM, BASELINES, METHODS, NewtonSettings,
-                       choose_inner, resume_settings, settings_for, to_saved, tolerances)
+                       choose_inner, resume_settings, settings_for, tolerances)
 from .solvers.admm import ADMM
 from .solvers.baselines import execute_baseline
 from .solvers.newton import Newton
@@ -129,31 +127,23 @@ def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None
     (``problem`` needs ``dim``, ``regularizer``, ``start_point`` and ``parties``; the
     backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this)."""
     start = time.perf_counter() if start is None else start
-    if resume is not None:
-        s, previous_time = restore(fed, resume), resume.time
-    else:
-        s = OuterState(k=0, w=problem.start_point(w0, seed), beta=settings.beta,
-                       multipliers=problem.zero_multipliers())
-        previous_time = 0.0
     report = _Table(verbose, method, problem)
-    error = None
 
-    def describe():
+    def fresh():
+        return OuterState(k=0, w=problem.start_point(w0, seed), beta=settings.beta,
+                          multipliers=problem.zero_multipliers())
+
+    def loop(s):
+        view = _scaled(problem, fed, s, settings.scaling and resume is None)
+        inner = _inner_solver(view, method, settings, fed, eps)
+        return proximal_al(view, fed, inner, s, eps, settings, report=report,
+                           callback=callback)
+
+    def describe(s):
         return status_text(start, fed.traffic.rounds, s.k, s.history[-1] if s.history
                            else s.start)
-    try:
-        with interruptible(fed.control), progress_line(describe, progress):
-            view = _scaled(problem, fed, s, settings.scaling and resume is None)
-            inner = _inner_solver(view, method, settings, fed, eps)
-            status, message = proximal_al(view, fed, inner, s, eps, settings,
-                                          report=report, callback=callback)
-    except SolveStop as stop:
-        status, message = stop.status, str(stop)
-        error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
-    except KeyboardInterrupt:
-        status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
-    res = _result(problem, method, s, status, message, error, fed, settings, eps,
-                  previous_time + time.perf_counter() - start)
+    s, outcome = run(fed, resume, fresh, loop, describe, progress, start)
+    res = _result(problem, method, s, outcome, fed, settings, eps)
     report.close(res)
     return res
 
@@ -184,7 +174,7 @@ def _inner_solver(problem, method, settings, fed, eps):
                 local_max_iter=settings.local_max_iter, local_solver=settings.local_solver)
 
 
-def _result(problem, method, s, status, message, error, fed, settings, eps, elapsed):
+def _result(problem, method, s, outcome, fed, settings, eps):
     """The SolveResult at the last completed outer iteration."""
     last = s.history[-1] if s.history else s.start      # else: measured at w⁰, if at all
     if last is not None:
@@ -194,13 +184,10 @@ def _result(problem, method, s, status, message, error, fed, settings, eps, elap
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
     mults = dict(problem.zero_multipliers(), **s.multipliers)
     w = s.w if s.scale_columns is None else s.scale_columns * s.w      # the user's units
-    return SolveResult(w=w, status=status, message=message, objective=objective,
-                       multipliers=mults, kkt=kkt, method=method, outer_iterations=s.k,
-                       inner_iterations=s.inner_iterations, rounds=fed.traffic.rounds,
-                       bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,
-                       time=elapsed, history=s.history, error=error,
-                       state=checkpoint(problem, fed, s),
-                       settings=to_saved(method, settings, eps))
+    return SolveResult(w=w, objective=objective, multipliers=mults, kkt=kkt,
+                       outer_iterations=s.k, inner_iterations=s.inner_iterations,
+                       history=s.history,
+                       **bookkeeping(problem, method, settings, eps, fed, s, outcome))
 
 
 class _Table:

@@ -5,6 +5,7 @@ import logging
 import time
 
 import constrfl as cf
+import constrfl.execution
 from constrfl.progress import progress_line
 from builders import np_problem
 
@@ -63,7 +64,7 @@ def test_a_solve_shows_its_rounds_and_residuals(monkeypatch):
 
     def eager(describe, enabled=None, **kw):
         return real(describe, enabled, stream=screen, after=0.0, every=0.001)
-    monkeypatch.setattr(cf.api, "progress_line", eager)
+    monkeypatch.setattr(cf.execution, "progress_line", eager)
     res = cf.solve(np_problem(3), inner="admm")
     text = screen.getvalue()
     assert "rounds · outer" in text and "stationarity" in text

@@ -100,15 +100,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import status as st
-from ..control import checkpoint, interruptible, restore
 from ..errors import PartyError, SolveStop
+from ..execution import bookkeeping, run
 from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..kkt import measured_at
-from ..progress import progress_line, status_text
+from ..progress import status_text
 from ..records import KKT, Multipliers, saved_as
 from ..result import SolveResult
-from ..settings import ADAPTIVE, to_saved
+from ..settings import ADAPTIVE
 
 __all__ = ["execute_baseline", "BaselineState"]
 
@@ -142,51 +142,39 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     cfg = _configure(problem, method, settings)
     start = time.perf_counter() if start is None else start
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
-    if resume is not None:
-        s, previous_time = restore(fed, resume), resume.time
-    else:
-        w0 = problem.start_point(w0, seed)
-        s = BaselineState(round=0, server=family.init(w0), scale=max(1.0, _size(w0)))
-        previous_time = 0.0
     report = _Report(verbose, method, problem, cfg["rounds"])
-    error = None
 
-    def describe():
+    def fresh():
+        w = problem.start_point(w0, seed)
+        return BaselineState(round=0, server=family.init(w), scale=max(1.0, _size(w)))
+
+    def loop(s):
+        return _run(problem, family, s, cfg, seed, fed, report, callback)
+
+    def describe(s):
         return status_text(start, fed.traffic.rounds, s.round,
                            s.history[-1] if s.history else None, unit="round")
-    try:
-        with interruptible(fed.control), progress_line(describe, progress):
-            status, message = _run(problem, family, s, cfg, seed, fed, report, callback)
-    except SolveStop as stop:
-        status, message = stop.status, str(stop)
-        error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
-    except KeyboardInterrupt:
-        status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
+    s, outcome = run(fed, resume, fresh, loop, describe, progress, start)
     w = family.model(s.server)
     last, stop = _final_record(problem, fed, s, w, cfg["penalty_weight"])
-    if stop is not None and status == st.MAX_ITERATIONS:
-        status, message, error = stop.status, str(stop), stop
+    if stop is not None and outcome.status == st.MAX_ITERATIONS:
+        outcome.status, outcome.message, outcome.error = stop.status, str(stop), stop
     kkt = KKT.of(last, problem.regularizer.exact_dist)
-    mults = last["multipliers"]
     note = (" (multipliers estimated as penalty_weight·[c]₊, penalty_weight·h)"
             if cfg["penalty_weight"] else "")
-    if status == st.MAX_ITERATIONS and kkt.meets(*tol):
-        status = st.OPTIMAL
-        message = (f"KKT residuals of the original problem meet tol after {s.round} "
-                   f"rounds{note}")
-    elif status == st.MAX_ITERATIONS:
-        message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); KKT "
-                   f"residuals of the original problem miss tol: "
-                   f"{'; '.join(kkt.failures(*tol))}{note}")
-    res = SolveResult(w=w, status=status, message=message, objective=last["objective"],
-                      multipliers=mults, kkt=kkt, method=method, outer_iterations=s.round,
-                      inner_iterations=s.local_steps, rounds=fed.traffic.rounds,
-                      bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down,
-                      time=previous_time + time.perf_counter() - start,
+    if outcome.status == st.MAX_ITERATIONS and kkt.meets(*tol):
+        outcome.status = st.OPTIMAL
+        outcome.message = (f"KKT residuals of the original problem meet tol after "
+                           f"{s.round} rounds{note}")
+    elif outcome.status == st.MAX_ITERATIONS:
+        outcome.message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); "
+                           f"KKT residuals of the original problem miss tol: "
+                           f"{'; '.join(kkt.failures(*tol))}{note}")
+    res = SolveResult(w=w, objective=last["objective"], multipliers=last["multipliers"],
+                      kkt=kkt, outer_iterations=s.round, inner_iterations=s.local_steps,
                       history=[{k: v for k, v in h.items() if k != "multipliers"}
                                for h in s.history],
-                      error=error, state=checkpoint(problem, fed, s),
-                      settings=to_saved(method, settings, tol))
+                      **bookkeeping(problem, method, settings, tol, fed, s, outcome))
     report.close(res)
     return res
 
