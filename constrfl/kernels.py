@@ -662,7 +662,7 @@ def definition1(c, h, mu, atol):
     return out
 
 
-# ---- symmetric matrices on the wire (constrfl.federation.messages) --------------
+# ---- symmetric matrices on the wire (constrfl.messages) --------------
 def pack_upper(H):
     """The upper triangle of H, row by row (NumPy's boolean indexing takes the entries in
     that order, as fast as a compiled loop and with nothing to compile)."""

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from ..kernels import pack_upper, unpack_upper   # the Hessians' wire format
+from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "trial_points", "trial_steps",
            "pack_upper", "unpack_upper"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .federation.messages import MessageType as M
+from .messages import MessageType as M
 from .functions import Affine
 from .problem import Party
 from .prox import L1Ball, L2Ball, Piecewise, Zero, rescaled_pieces

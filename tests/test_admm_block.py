@@ -8,7 +8,7 @@ spectral rule over rounds), with and without a penalty metric Jᵢ, on dense and
 with inequalities; a party with equalities, or an exact quadratic block, is the generic
 step's, and the handler says so once (compiled_block).  Where the kernel hands back (a
 value not finite, a Hessian not positive definite) the handler takes the generic step:
-tests/test_stacked.py.  An exact block keeps its eigendecomposition on the party's site
+tests/test_stacked.py.  An exact block keeps its eigendecomposition on the party's context
 (not in its state, no module-level cache)."""
 import math
 from collections import Counter
@@ -19,7 +19,7 @@ import pytest
 import constrfl as cf
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.federation.runtime import PartyRuntime, dispatch
-from constrfl.parties import Site, admm as H, init_state
+from constrfl.parties import PartyContext, admm as H, init_state
 from constrfl.solvers import block, local
 from constrfl.solvers.block import ARMIJO, RELAXATION, compiled_block, exact_block
 
@@ -130,7 +130,7 @@ def test_compiled_and_generic_block_steps_agree_on_every_branch(layout, rows, tr
             state = block_state(party, r, scale, rows, rho, max_iter)
             w, rho_next = r.standard_normal(d), 1.3 * rho       # ρᵢ changes
             traced["steps"].clear()
-            ref = H._block_step(state, Site(party), w, rho_next, tol)
+            ref = H._block_step(state, PartyContext(party), w, rho_next, tol)
             got = H._compiled_step(state, party, w, rho_next, tol)
             assert got is not None, (name, seed)
             np.testing.assert_array_equal(got[0], ref[0])                 # eᵢ
@@ -171,7 +171,7 @@ def test_every_step_rejected(layout, monkeypatch, traced):
     state = block_state(party, np.random.default_rng(3), rows=2)
     w = np.random.default_rng(4).standard_normal(d)
     monkeypatch.setattr(local, "accept_step", lambda *args: False)
-    ref = H._block_step(state, Site(party), w, 1.1, 1e-10)
+    ref = H._block_step(state, PartyContext(party), w, 1.1, 1e-10)
     assert not traced["solves"][-1].converged and traced["solves"][-1].iterations == 0
     monkeypatch.setattr(K, "step_accepted", lambda *args: False)
     monkeypatch.setattr(K, "_dot", lambda a, b: float(a @ b))        # a jit-only helper
@@ -200,7 +200,7 @@ def test_rounds_of_the_handler_with_the_spectral_rule(layout, monkeypatch):
         monkeypatch.setattr(H, "compiled_block", lambda party, hessian: compiled)
         state, replies = start, []
         for w in ws:
-            reply, state = H.admm_step({"w": w, "tol": 1e-8}, state, Site(party))
+            reply, state = H.admm_step({"w": w, "tol": 1e-8}, state, PartyContext(party))
             replies.append(reply)
         runs.append(replies)
     rhos = [r["rho"] for r in runs[0]]
@@ -222,8 +222,8 @@ def test_a_party_with_equalities_takes_the_generic_step():
     r = np.random.default_rng(8)
     state = dict(block_state(party, r, rows=3), nu=r.standard_normal(2))
     w = r.standard_normal(d)
-    reply, _ = H.admm_step({"w": w, "tol": 1e-10}, state, Site(party))
-    ref = H._block_step(state, Site(party), w, state["rho"], 1e-10)
+    reply, _ = H.admm_step({"w": w, "tol": 1e-10}, state, PartyContext(party))
+    ref = H._block_step(state, PartyContext(party), w, state["rho"], 1e-10)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
         np.testing.assert_array_equal(reply[key], value)
 
@@ -236,7 +236,7 @@ def quadratic_party():
 
 def test_an_exact_block_keeps_its_eigendecomposition_on_its_site():
     """A quadratic block (stacked rows, yet exact: one linear solve beats Newton) keeps
-    ∇²φᵢ = Q diag(λ) Qᵀ on its site (what the party holds for the solve, never
+    ∇²φᵢ = Q diag(λ) Qᵀ on its context (what the party holds for the solve, never
     serialized) for the (β, γ) it was computed at: reused while they stay (the same
     arrays), recomputed when β changes; never in its state."""
     party = quadratic_party()
@@ -245,43 +245,43 @@ def test_an_exact_block_keeps_its_eigendecomposition_on_its_site():
     wk = np.random.default_rng(9).standard_normal(d)
     msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": True, "local_max_iter": 100,
            "local_hessian": True, "adaptive": False, "metric": True, "rho": 0.3}
-    site = Site(party)
-    _, state = dispatch("al.begin+admm.start", msg, init_state(party), site)
+    ctx = PartyContext(party)
+    _, state = dispatch("al.begin+admm.start", msg, init_state(party), ctx)
     w = wk + 0.1
-    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, site)
-    key, (Q, eig) = site._memo["eigen"]
+    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, ctx)
+    key, (Q, eig) = ctx._memo["eigen"]
     assert key == (10.0, 0.01)
     close(Q @ np.diag(eig) @ Q.T, H._phi(state, party)(wk, 2)[2], 1e-13)
-    _, again = dispatch("admm.step", {"w": w + 0.1, "tol": 1e-9}, state, site)
-    assert site._memo["eigen"][1][0] is Q                               # reused
+    _, again = dispatch("admm.step", {"w": w + 0.1, "tol": 1e-9}, state, ctx)
+    assert ctx._memo["eigen"][1][0] is Q                               # reused
     _, state = dispatch("al.update+admm.start", dict(msg, beta=20.0, cold=False), again,
-                        site)
-    _, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, site)
-    key, (Q20, _) = site._memo["eigen"]
+                        ctx)
+    _, state = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, ctx)
+    key, (Q20, _) = ctx._memo["eigen"]
     assert key == (20.0, 0.01) and Q20 is not Q
     assert not [k for s in (state, again) for k in s if k.startswith("eigen")]
     assert not hasattr(H, "_EIGEN")                                     # no hidden cache
 
 
 def test_a_scaled_exact_block_keeps_its_eigendecomposition_on_its_scaled_site():
-    """Under a scaling the handlers see the site's scaled view (built once per scaling,
-    kept on the site): the eigendecomposition is the scaled φᵢ's, on that view."""
+    """Under a scaling the handlers see the context's scaled view (built once per scaling,
+    kept on the context): the eigendecomposition is the scaled φᵢ's, on that view."""
     party = quadratic_party()
-    site = Site(party)
+    ctx = PartyContext(party)
     D = np.linspace(0.5, 2.0, d)
     wk = np.random.default_rng(11).standard_normal(d)
-    _, state = dispatch("scale.stats", {"w": wk}, init_state(party), site)
+    _, state = dispatch("scale.stats", {"w": wk}, init_state(party), ctx)
     msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": True, "local_max_iter": 100,
            "local_hessian": True, "adaptive": False, "metric": True, "rho": 0.3,
            "scale_columns": D, "scale_objective": 0.5}
-    _, state = dispatch("al.begin+admm.start", msg, state, site)
-    view = site.view(state)
-    assert view is not site and site.view(state) is view                # built once
-    assert view.party is not party and "eigen" not in site._memo
-    dispatch("admm.step", {"w": wk + 0.1, "tol": 1e-9}, state, site)
+    _, state = dispatch("al.begin+admm.start", msg, state, ctx)
+    view = ctx.view(state)
+    assert view is not ctx and ctx.view(state) is view                # built once
+    assert view.party is not party and "eigen" not in ctx._memo
+    dispatch("admm.step", {"w": wk + 0.1, "tol": 1e-9}, state, ctx)
     _, (Q, eig) = view._memo["eigen"]
     close(Q @ np.diag(eig) @ Q.T, H._phi(state, view.party)(wk, 2)[2], 1e-13)
-    assert site.view(dict(state, scale_objective=0.25)) is not view     # another scaling
+    assert ctx.view(dict(state, scale_objective=0.25)) is not view     # another scaling
 
 
 def test_a_solve_of_exact_blocks_resumes_bit_for_bit(tmp_path):
@@ -317,7 +317,7 @@ def test_the_state_of_an_exact_block_is_small_plain_data():
     codec = pytest.importorskip("constrfl.flower.codec")
     party = quadratic_party()
     state = block_state(party, np.random.default_rng(10))
-    reply, state = H.admm_step({"w": np.ones(d), "tol": 1e-9}, state, Site(party))
+    reply, state = H.admm_step({"w": np.ones(d), "tol": 1e-9}, state, PartyContext(party))
     assert not [k for k in state if k.startswith("eigen")]
     snapshot = {"state": state, "seq": 3, "reply": reply}
     back, _ = codec.unpack_state(codec.pack_state(snapshot, {}))
@@ -327,4 +327,4 @@ def test_the_state_of_an_exact_block_is_small_plain_data():
     legacy = dict(snapshot, state=dict(state, eigen_at=np.array([10.0, 0.01]),
                                        eigen_vectors=np.eye(d), eigen_values=np.ones(d)))
     back, _ = codec.unpack_state(codec.pack_state(legacy, {}))
-    assert PartyRuntime(Site(party), back).state.keys() == state.keys()
+    assert PartyRuntime(PartyContext(party), back).state.keys() == state.keys()

@@ -7,7 +7,7 @@ import pytest
 
 import constrfl as cf
 from constrfl.federation.runtime import dispatch
-from constrfl.parties import Site, admm as handlers, init_state
+from constrfl.parties import PartyContext, admm as handlers, init_state
 from constrfl.solvers.admm import ADMM
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
 
@@ -25,7 +25,7 @@ def started(client, wk, local_hessian=True, rho=0.3, adaptive=False, cold=True):
            "local_hessian": local_hessian, "adaptive": adaptive, "metric": True}
     if rho is not None:
         msg["rho"] = rho
-    return dispatch("al.begin+admm.start", msg, state, Site(client))
+    return dispatch("al.begin+admm.start", msg, state, PartyContext(client))
 
 
 def phi_of(client, state, wk):
@@ -47,7 +47,7 @@ def test_quadratic_local_step_is_exact():
     for rho in (0.3, 1.2):
         state = dict(state, rho=rho)
         w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
-        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
+        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, PartyContext(client))
         assert reply["rho"] == rho == state["rho"]                      # not adaptive
         alpha = handlers.RELAXATION
         w_hat = alpha * w + (1 - alpha) * u
@@ -74,7 +74,7 @@ def test_quadratic_local_step_is_exact_with_a_gauss_newton_penalty():
     phi, rho = phi_of(client, state, wk), state["rho"]
     R = rho * np.eye(wk.size) + J.T @ J
     w, lam, u = wk + rng.standard_normal(wk.size), state["lam"], state["u"]
-    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, Site(client))
+    reply, state = dispatch("admm.step", {"w": w, "tol": 1e-3}, state, PartyContext(client))
     alpha = handlers.RELAXATION
     w_hat = alpha * w + (1 - alpha) * u
     x = state["u"]
@@ -110,7 +110,7 @@ def test_spectral_rule_every_five_rounds():
     for t in range(3 * every + 1):
         w = wk + 0.05 * rng.standard_normal(wk.size)
         seen.append((w, state["lam"], state["rho"]))
-        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-8}, state, Site(client))
+        reply, state = dispatch("admm.step", {"w": w, "tol": 1e-8}, state, PartyContext(client))
         if t % every:
             assert reply["rho"] == seen[-1][2]
         elif t:
@@ -128,10 +128,10 @@ def test_warm_start_carries_the_block_over():
     client = np_problem(3).clients[0]
     wk = np.full(client.objective.dim, 0.1)
     _, state = started(client, wk)
-    _, state = dispatch("admm.step", {"w": wk + 0.05, "tol": 1e-8}, state, Site(client))
+    _, state = dispatch("admm.step", {"w": wk + 0.05, "tol": 1e-8}, state, PartyContext(client))
     msg = {"w": wk + 0.02, "beta": 20.0, "gamma": 0.005, "cold": False,
            "local_max_iter": 100, "local_hessian": True, "adaptive": False, "metric": True}
-    reply, new = dispatch("al.update+admm.start", msg, state, Site(client))
+    reply, new = dispatch("al.update+admm.start", msg, state, PartyContext(client))
     assert set(reply) == {"mu", "nu", "lagrangian_grad", "feasibility", "complementarity",
                           "definition1", "stationarity_scale", "feasibility_scale",
                           "objective", "v", "J"}
@@ -145,7 +145,7 @@ def test_warm_start_carries_the_block_over():
     np.testing.assert_allclose(new["rho"] * d + J.T @ (J @ d), new["lam"], rtol=0,
                                atol=1e-12 * np.max(np.abs(new["lam"])))
     off = dict(msg, metric=False)
-    reply, _ = dispatch("al.update+admm.start", off, state, Site(client))
+    reply, _ = dispatch("al.update+admm.start", off, state, PartyContext(client))
     assert reply["J"].shape == (0, wk.size)
     np.testing.assert_allclose(reply["v"], state["u"] + state["lam"] / state["rho"],
                                rtol=1e-15)
@@ -159,8 +159,8 @@ def test_handlers_are_pure():
     _, state = started(client, wk, adaptive=True)
     before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
     msg = {"w": wk + 0.05, "tol": 1e-8}
-    r1, s1 = dispatch("admm.step", msg, state, Site(client))
-    r2, s2 = dispatch("admm.step", msg, state, Site(client))
+    r1, s1 = dispatch("admm.step", msg, state, PartyContext(client))
+    r2, s2 = dispatch("admm.step", msg, state, PartyContext(client))
     assert all(np.array_equal(r1[k], r2[k]) for k in r1)
     assert all(np.array_equal(state[k], before[k]) for k in before)
     assert not np.array_equal(s1["u"], state["u"])
@@ -173,7 +173,7 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     wk = np.zeros(client.objective.dim)
     _, state = started(client, wk, local_hessian=False)
     w = wk + 0.1
-    reply, new = dispatch("admm.step", {"w": w, "tol": 1e-6}, state, Site(client))
+    reply, new = dispatch("admm.step", {"w": w, "tol": 1e-6}, state, PartyContext(client))
     phi = phi_of(client, state, wk)
     alpha = handlers.RELAXATION
     w_hat = alpha * w + (1 - alpha) * state["u"]

@@ -17,7 +17,7 @@ flwr = pytest.importorskip("flwr")
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict  # noqa: E402
 from flwr.app.metadata import validate_message_type  # noqa: E402
 
-from constrfl.federation.messages import MessageType as M  # noqa: E402
+from constrfl.messages import MessageType as M  # noqa: E402
 from constrfl.flower import codec, simulate  # noqa: E402
 from constrfl.flower.grid import task_identity  # noqa: E402
 

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
-from constrfl.parties import Site
+from constrfl.parties import PartyContext
 from constrfl.parties.admm import RELAXATION, _block_step, admm_step
 from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.solvers.local import minimize_smooth
@@ -209,13 +209,13 @@ def test_compiled_admm_block_step_equals_the_generic_one(name, rows):
     got = party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
                                   w, state["u"], state["lam"], state["rho"], rho_next,
                                   state["J"], RELAXATION, tol, 100)
-    ref = _block_step(state, Site(party), w, rho_next, tol)
+    ref = _block_step(state, PartyContext(party), w, rho_next, tol)
     assert got is not None
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-13)     # eᵢ
     assert got[1] == pytest.approx(ref[1], rel=1e-12, abs=1e-15)            # κᵢ
     for a, b in zip(got[2:], ref[2:]):                                      # uᵢ⁺, λᵢ⁺, vᵢ
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
-    reply, _ = admm_step({"w": w, "tol": tol}, dict(state, rho=rho_next), Site(party, None))
+    reply, _ = admm_step({"w": w, "tol": tol}, dict(state, rho=rho_next), PartyContext(party, None))
     np.testing.assert_array_equal(reply["v"], party.stacked.admm_step(
         state["beta"], state["mu"], state["gamma"], state["wk"], w, state["u"],
         state["lam"], rho_next, rho_next, state["J"], RELAXATION, tol, 100)[4])
@@ -233,8 +233,8 @@ def test_admm_block_step_of_a_nonconvex_party_falls_back():
     assert party.stacked.admm_step(3.0, state["mu"], 0.0, state["wk"], w, state["u"],
                                    state["lam"], 0.02, 0.02, state["J"], RELAXATION, 1e-9,
                                    100) is None
-    reply, _ = admm_step({"w": w, "tol": 1e-9}, state, Site(party, None))
-    ref = _block_step(state, Site(party), w, 0.02, 1e-9)
+    reply, _ = admm_step({"w": w, "tol": 1e-9}, state, PartyContext(party, None))
+    ref = _block_step(state, PartyContext(party), w, 0.02, 1e-9)
     for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
         np.testing.assert_array_equal(reply[key], value)
 
@@ -248,4 +248,4 @@ def test_admm_block_step_at_a_nonfinite_point_names_the_slot():
              "local_hessian": True, "local_max_iter": 100, "adaptive": False,
              "J": np.zeros((0, d))}
     with pytest.raises(PartyError, match="objective"):
-        admm_step({"w": np.full(d, np.nan), "tol": 1e-9}, state, Site(party, None))
+        admm_step({"w": np.full(d, np.nan), "tol": 1e-9}, state, PartyContext(party, None))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..control import SolveControl
 from ..errors import SolveStop
 from ..progress import log
-from .messages import FLOAT, check_payload, floats
+from ..messages import FLOAT, check_payload, floats
 
 __all__ = ["Federation", "Traffic"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import status as st
 from ..errors import SolveStop
-from ..parties import Site
+from ..parties import PartyContext
 from .base import Federation
 from .runtime import PartyRuntime
 
@@ -25,10 +25,10 @@ class InProcessFederation(Federation):
     def __init__(self, problem, snapshots=None, counted=True, control=None):
         snapshots = snapshots or {}
         P = problem.regularizer
-        self.runtimes = {c.name: PartyRuntime(Site(c, P), snapshots.get(c.name))
+        self.runtimes = {c.name: PartyRuntime(PartyContext(c, P), snapshots.get(c.name))
                          for c in problem.clients}
         own = (None if problem.server.is_empty
-               else PartyRuntime(Site(problem.server, P), snapshots.get("server")))
+               else PartyRuntime(PartyContext(problem.server, P), snapshots.get("server")))
         super().__init__(list(self.runtimes), own, counted, control)
 
     def _exchange(self, seq, message_type, payloads):

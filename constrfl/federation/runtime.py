@@ -1,6 +1,6 @@
 """One party's side of the protocol, as any backend runs it.
 
-A :class:`PartyRuntime` holds a :class:`~constrfl.parties.Site` (the party's functions,
+A :class:`PartyRuntime` holds a :class:`~constrfl.parties.PartyContext` (the party's functions,
 hence its data, the public regularizer and what the handlers derive from them for the
 solve), its state (a plain dict, see :mod:`constrfl.parties`) and the last (sequence
 number, reply).  It answers a repeated sequence number from that cache (so a retried or
@@ -17,7 +17,7 @@ import numpy as np
 from .. import status as st
 from ..errors import PartyError
 from ..parties import HANDLERS, init_state, restore_state    # the party side's hook
-from .messages import check_payload
+from ..messages import check_payload
 
 __all__ = ["PartyRuntime", "dispatch"]
 
@@ -32,17 +32,17 @@ def _handlers(message_type):
     return tuple(HANDLERS[p] for p in parts)
 
 
-def dispatch(message_type, msg, state, site):
+def dispatch(message_type, msg, state, ctx):
     """Run the handler(s) of a (compound ``a+b``) message type; merge their replies.
-    Each handler sees the site's view of the state it gets
-    (:meth:`~constrfl.parties.Site.view`: its scaled functions once the state holds a
+    Each handler sees the context's view of the state it gets
+    (:meth:`~constrfl.parties.PartyContext.view`: its scaled functions once the state holds a
     scaling)."""
     handlers = _handlers(message_type)
     if len(handlers) == 1:
-        return handlers[0](msg, state, site.view(state))
+        return handlers[0](msg, state, ctx.view(state))
     reply = {}
     for handler in handlers:
-        r, state = handler(msg, state, site.view(state))
+        r, state = handler(msg, state, ctx.view(state))
         if reply.keys() & r.keys():
             raise ValueError(f"compound message {message_type!r}: replies overlap in "
                              f"{sorted(reply.keys() & r.keys())}")
@@ -53,10 +53,10 @@ def dispatch(message_type, msg, state, site):
 class PartyRuntime:
     """``call(seq, message_type, payload) -> reply dict | PartyError``."""
 
-    def __init__(self, site, snapshot=None):
-        self.site = site
+    def __init__(self, ctx, snapshot=None):
+        self.ctx = ctx
         if snapshot is None:
-            self.state, self.seq, self.reply = init_state(site.party), 0, None
+            self.state, self.seq, self.reply = init_state(ctx.party), 0, None
         else:
             self.state, self.seq, self.reply = (restore_state(snapshot["state"]),
                                                 snapshot["seq"], snapshot["reply"])
@@ -66,15 +66,15 @@ class PartyRuntime:
             return self.reply
         try:
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
-                reply, state = dispatch(message_type, payload, self.state, self.site)
+                reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_payload(reply, f"reply to {message_type!r}")
         except PartyError as err:
-            return err.named(self.site.party.name)
+            return err.named(self.ctx.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
             err = PartyError(st.CLIENT_ERROR, f"handler {message_type!r}",
                              f"{type(exc).__name__}: {exc}")
             err.__cause__ = exc
-            return err.named(self.site.party.name)
+            return err.named(self.ctx.party.name)
         self.state, self.seq, self.reply = state, seq, reply
         return reply
 

@@ -34,7 +34,7 @@ from flwr.clientapp import ClientApp
 
 from .. import status as st
 from ..errors import PartyError
-from ..parties import Site
+from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import Client
 from . import codec
@@ -70,20 +70,20 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
     if not callable(build_client):
         raise TypeError(f"build_client must be callable, got {type(build_client).__name__}")
     app = ClientApp(mods=mods)
-    sites, stores = {}, {}          # this process's: per node config, per state file
+    contexts, stores = {}, {}          # this process's: per node config, per state file
 
-    def site_of(context):
+    def party_of(context):
         key = (tuple(sorted(context.node_config.items())),
                tuple(sorted(context.run_config.items())))
-        if key not in sites:
-            sites[key] = _build(build_client, context, site_key, regularizer)
-        return sites[key]
+        if key not in contexts:
+            contexts[key] = _build(build_client, context, site_key, regularizer)
+        return contexts[key]
 
     def hello(context):
         """Which site this node serves; a site that cannot be built says so (the
         server ends the solve ``client_error`` naming it, instead of waiting)."""
         try:
-            return {"site": site_of(context)[1]}
+            return {"site": party_of(context)[1]}
         except Exception as exc:
             log.exception("constrfl: building the site of node config %s failed",
                           dict(context.node_config))
@@ -101,10 +101,10 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
             if message_type == codec.HELLO:
                 return Message(RecordDict({codec.META: ConfigRecord(hello(context))}),
                                reply_to=msg)
-            site, name = site_of(context)
+            party_ctx, name = party_of(context)
             fields = codec.meta(msg.content)
             store = store_of(context, name)
-            runtime = _runtime(site, context, store, fields["solve"])
+            runtime = _runtime(party_ctx, context, store, fields["solve"])
             if runtime.seq not in (fields["prev"], fields["seq"]):
                 reply = PartyError(
                     st.CLIENT_ERROR, "state",
@@ -140,7 +140,7 @@ def _build(build_client, context, site_key, regularizer):
                              f"no name and the node config has no {site_key!r} key")
         client = copy.copy(client)
         client.name = str(node_config[site_key])
-    return Site(client, regularizer), client.name
+    return PartyContext(client, regularizer), client.name
 
 
 def _state_path(node_config, state_dir, name):
@@ -149,7 +149,7 @@ def _state_path(node_config, state_dir, name):
     return root / f"{name}.state"
 
 
-def _runtime(site, context, store, solve):
+def _runtime(party_ctx, context, store, solve):
     """The site's runtime for ``solve``: from ``context.state``, else from the site's
     file (a restarted SuperNode), else fresh."""
     snapshot, fields = codec.state_from_records(context.state)
@@ -159,8 +159,8 @@ def _runtime(site, context, store, solve):
             snapshot = None
         elif snapshot is not None:
             log.info("constrfl site %s: state of solve %s restored from %s (message %d)",
-                     site.party.name, solve, store.path, snapshot["seq"])
-    return PartyRuntime(site, snapshot)
+                     party_ctx.party.name, solve, store.path, snapshot["seq"])
+    return PartyRuntime(party_ctx, snapshot)
 
 
 def _keep(context, runtime, solve, store):
@@ -170,6 +170,6 @@ def _keep(context, runtime, solve, store):
         store.save(blob)
     except OSError as err:          # the reply still goes out; context.state holds it
         log.warning("constrfl site %s: cannot write %s (%s); a restart of this "
-                    "SuperNode would lose the site's state", runtime.site.party.name,
+                    "SuperNode would lose the site's state", runtime.ctx.party.name,
                     store.path, err)
     context.state[codec.META] = codec.state_to_records(blob)

@@ -7,7 +7,7 @@
   constrfl type with ``.`` → ``_`` and ``+`` → ``__`` (``al.update+admm.start`` →
   ``query.al_update__admm_start``).
 * **Payloads.**  A payload (a flat dict of float64 arrays and Python scalars,
-  :func:`constrfl.federation.messages.check_payload`) becomes two records of one
+  :func:`constrfl.messages.check_payload`) becomes two records of one
   :class:`~flwr.app.RecordDict`: an ``ArrayRecord`` of :class:`~flwr.app.Array`
   wrappers (NumPy's ``.npy`` bytes: bit-exact, NaN payloads, −0.0 and subnormals
   included) and a ``ConfigRecord`` of the scalars (Python bool, int, float — never
@@ -36,7 +36,7 @@ from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_conte
 
 from ..errors import PartyError
 from ..parties import HANDLERS
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 
 __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",
            "decode_error", "meta", "pack_state", "unpack_state", "state_to_records",

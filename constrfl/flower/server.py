@@ -43,7 +43,7 @@ from ..api import solve_over
 from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
-from ..parties import Site
+from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
 from . import codec
@@ -70,7 +70,7 @@ class FlowerFederation(Federation):
                  client_timeout=300.0, resend_after=30.0, poll_interval=0.1):
         snapshots = snapshots or {}
         own = (None if view.server.is_empty
-               else PartyRuntime(Site(view.server, view.regularizer), snapshots.get("server")))
+               else PartyRuntime(PartyContext(view.server, view.regularizer), snapshots.get("server")))
         super().__init__(view.client_names, own, counted, control)
         self.grid = grid
         self.client_timeout = positive(client_timeout, "client_timeout")

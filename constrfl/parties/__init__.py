@@ -1,7 +1,7 @@
-"""A party's side of every algorithm: pure handlers ``(message, state, site) -> (reply, state)``.
+"""A party's side of every algorithm: pure handlers ``(message, state, ctx) -> (reply, state)``.
 
-``site`` (:class:`Site`) is what the party holds: its functions (``site.party``, hence
-its data), the problem's public regularizer P (``site.regularizer``, used only by the
+``ctx`` (:class:`PartyContext`) is what the party holds: its functions (``ctx.party``, hence
+its data), the problem's public regularizer P (``ctx.regularizer``, used only by the
 composite baselines' clients), and what the handlers derive from them once for the
 solve (the scaled functions, an exact ADMM block's eigendecomposition); it is never
 serialized.  ``state`` is a flat dict of float64 arrays and Python scalars — the party's
@@ -17,13 +17,13 @@ One module a concern, each registering its handlers in the dispatch table
 * :mod:`.newton` — ``newton.eval``, ``newton.hvp``, ``newton.basis``, ``feas.eval``;
 * :mod:`.scaling` — ``scale.stats``;
 * :mod:`.baselines` — ``sgd.train``, ``dual.train``, ``adam.train``;
-* :mod:`.site` — :class:`Site`, :func:`init_state`, :func:`restore_state`.
+* :mod:`.context` — :class:`PartyContext`, :func:`init_state`, :func:`restore_state`.
 
 The transport (:mod:`constrfl.federation`) reaches this side only through this
 package's names; the math the baselines' server shares with its clients is in
 :mod:`constrfl.corrections`.
 
-Handlers (message types of :class:`~constrfl.federation.messages.MessageType`, equation
+Handlers (message types of :class:`~constrfl.messages.MessageType`, equation
 numbers of docs/algorithms.md):
 
 * ``al.begin`` {w, beta}: start the subproblem (9) centred at w.
@@ -59,6 +59,6 @@ numbers of docs/algorithms.md):
 """
 from . import admm, al, baselines, newton, scaling    # noqa: F401  (they register)
 from .registry import HANDLERS
-from .site import Site, init_state, restore_state
+from .context import PartyContext, init_state, restore_state
 
-__all__ = ["HANDLERS", "Site", "init_state", "restore_state"]
+__all__ = ["HANDLERS", "PartyContext", "init_state", "restore_state"]

@@ -6,13 +6,13 @@ The block step's tuning constants, the acceptance test of its local Newton metho
 the choice between the generic step here (:func:`_block_step`) and the compiled one
 (:func:`_compiled_step`): :mod:`constrfl.solvers.block`.  An exact block's
 eigendecomposition (:func:`_eigen`) is derived once per (β, γ) and kept on the party's
-:class:`~.site.Site` for the solve, not in its state.
+:class:`~.context.PartyContext` for the solve, not in its state.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..kernels import max_abs_diff, metric_solve, metric_times
 from ..kkt import definition1
 from ..solvers.augmented import plus_gauss_newton, plus_quadratic
@@ -30,14 +30,14 @@ def _phi(state, party):
     return plus_quadratic(_term(state, party), state["gamma"], state["wk"])
 
 
-def _eigen(state, site):
+def _eigen(state, ctx):
     """``(Q, λ)`` with ∇²φᵢ = Q diag(λ) Qᵀ, constant for a quadratic φᵢ at fixed
     (β, γ): (19) is then exact for every ρᵢ without refactoring.  Computed once per
-    (β, γ) and kept on the site (:meth:`~.site.Site.memo`), which lives for the solve."""
+    (β, γ) and kept on its context (:meth:`~.context.PartyContext.memo`), which lives for the solve."""
     def decompose():
-        eig, Q = np.linalg.eigh(_phi(state, site.party)(state["wk"], 2)[2])
+        eig, Q = np.linalg.eigh(_phi(state, ctx.party)(state["wk"], 2)[2])
         return Q, eig
-    return site.memo("eigen", (state["beta"], state["gamma"]), decompose)
+    return ctx.memo("eigen", (state["beta"], state["gamma"]), decompose)
 
 
 def _first_rho(state, party, phi):
@@ -55,7 +55,7 @@ def _first_rho(state, party, phi):
 
 
 @handles(M.ADMM_START)
-def admm_start(msg, state, site):
+def admm_start(msg, state, ctx):
     """Cold (the first subproblem): uᵢ = wᵏ, λᵢ = 0 and ρᵢ as given (or
     :func:`_first_rho`); reply vᵢ = uᵢ, ρᵢ and an empty Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry
     over from the last subproblem; with ``metric`` the block's penalty becomes
@@ -64,12 +64,12 @@ def admm_start(msg, state, site):
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
                  local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
     wk = state["wk"]
-    J = (_constraint_metric(state, site.party) if msg["metric"] and not msg["cold"]
+    J = (_constraint_metric(state, ctx.party) if msg["metric"] and not msg["cold"]
          else np.zeros((0, wk.size)))
     state["J"] = J
     if not msg["cold"]:
         return {"v": state["u"] + metric_solve(state["rho"], J, state["lam"]), "J": J}, state
-    rho = msg["rho"] if "rho" in msg else _first_rho(state, site.party, _phi(state, site.party))
+    rho = msg["rho"] if "rho" in msg else _first_rho(state, ctx.party, _phi(state, ctx.party))
     state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
     return {"v": wk, "rho": rho, "J": J}, state
 
@@ -127,14 +127,14 @@ def _definition1(term, w):
 
 
 @handles(M.ADMM_STEP)
-def admm_step(msg, state, site):
+def admm_step(msg, state, ctx):
     """(22) as the vector eᵢ with the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ the server used for w;
     then the next ρᵢ, (19) to the relative tolerance and (20), both at the over-relaxed
     ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ and the Definition-1 residual
     κᵢ at (w, μ⁺).  The step runs compiled (:func:`_compiled_step`) where
     :func:`~constrfl.solvers.block.compiled_block` says so and the kernel finishes, else
     function by function (:func:`_block_step`)."""
-    party, w = site.party, msg["w"]
+    party, w = ctx.party, msg["w"]
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
     tol = msg["tol"]
     if "w_last" in state:
@@ -142,7 +142,7 @@ def admm_step(msg, state, site):
         tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
     out = (_compiled_step(state, party, w, rho, tol)
            if compiled_block(party, state["local_hessian"]) else None)
-    e, kappa, u, lam, v = out or _block_step(state, site, w, rho, tol)
+    e, kappa, u, lam, v = out or _block_step(state, ctx, w, rho, tol)
     reply = {"e": e, "v": v, "rho": rho, "kappa": kappa}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
 
@@ -156,9 +156,9 @@ def _compiled_step(state, party, w, rho_next, tol):
                                    state["J"], RELAXATION, tol, state["local_max_iter"])
 
 
-def _block_step(state, site, w, rho_next, tol):
+def _block_step(state, ctx, w, rho_next, tol):
     """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step`, evaluated function by function."""
-    party = site.party
+    party = ctx.party
     u, lam, rho, gamma, J = state["u"], state["lam"], state["rho"], state["gamma"], state["J"]
     term = _term(state, party)
     grad_w = term(w, 1)[1] + gamma * (w - state["wk"])   # ∇φᵢ(w)
@@ -168,7 +168,7 @@ def _block_step(state, site, w, rho_next, tol):
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if exact_block(party, state["local_hessian"]):
         # one Newton step from ŵ, where ∇sub(ŵ) = ∇φᵢ(ŵ) + λᵢ
-        Q, eig = _eigen(state, site)
+        Q, eig = _eigen(state, ctx)
         u = w_hat - woodbury_solve(      # (∇²φᵢ + ρI + JᵀJ)⁻¹, by the eigenvectors
             lambda x: Q @ ((Q.T @ x).T / (eig + rho)).T,
             J, grad_w + lam + Q @ (eig * (Q.T @ (w_hat - w))))

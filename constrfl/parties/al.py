@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..kkt import party_share
 from ..records import Multipliers
 from ..solvers.augmented import AugmentedTerm
@@ -28,7 +28,7 @@ def kkt_share(party, w, mu, nu):
 
 
 @handles(M.AL_BEGIN)
-def al_begin(msg, state, site):
+def al_begin(msg, state, ctx):
     """Subproblem (9) at centre w; the first one may bring the scaling (D, c).  The
     reply is the party's KKT share at (w, μ, ν) (what the solve reports when it stops
     before its first outer iteration ends)."""
@@ -36,24 +36,24 @@ def al_begin(msg, state, site):
     if "scale_columns" in msg:
         state.update(scale_columns=msg["scale_columns"],
                      scale_objective=msg["scale_objective"])
-    party = site.view(state).party
+    party = ctx.view(state).party
     return kkt_share(party, msg["w"], state["mu"], state["nu"]), state
 
 
 @handles(M.AL_UPDATE)
-def al_update(msg, state, site):
+def al_update(msg, state, ctx):
     """Step 3 of Algorithm 1 at w, then the KKT share at (w, μ⁺, ν⁺); the next
     subproblem is centred at w with penalty ``beta``."""
     w = msg["w"]
-    mu, nu = term(state, site.party).new_multipliers(w)
-    return kkt_share(site.party, w, mu, nu), dict(state, mu=mu, nu=nu, beta=msg["beta"],
+    mu, nu = term(state, ctx.party).new_multipliers(w)
+    return kkt_share(ctx.party, w, mu, nu), dict(state, mu=mu, nu=nu, beta=msg["beta"],
                                                   wk=w)
 
 
 @handles(M.KKT_REPORT)
-def kkt_report(msg, state, site):
+def kkt_report(msg, state, ctx):
     """The baselines' KKT round: residuals at w with the penalty's multipliers
     μ = γ[cᵢ(w)]₊, ν = γhᵢ(w) (γ = ``penalty_weight``)."""
-    party, w, gamma = site.party, msg["w"], msg["penalty_weight"]
+    party, w, gamma = ctx.party, msg["w"], msg["penalty_weight"]
     mu, nu = gamma * np.maximum(party.c_value(w), 0.0), gamma * party.h_value(w)
     return kkt_share(party, w, mu, nu), state

@@ -1,8 +1,8 @@
-"""What a party holds while it serves a solve (:class:`Site`) and its state's lifecycle
+"""What a party holds while it serves a solve (:class:`PartyContext`) and its state's lifecycle
 (:func:`init_state`, :func:`restore_state`).
 
 The state is what a resume needs — plain data, saved with results and in the Flower
-sites' state files.  The :class:`Site` holds the rest: the party's functions and
+sites' state files.  The :class:`PartyContext` holds the rest: the party's functions and
 what the handlers derive from them once and reuse for the solve (the scaled functions,
 an exact ADMM block's eigendecomposition).  It is never serialized: a resumed party
 derives them again, bit for bit.
@@ -13,17 +13,17 @@ import numpy as np
 
 from ..scaling import scaled_party, scaled_regularizer
 
-__all__ = ["Site", "init_state", "restore_state"]
+__all__ = ["PartyContext", "init_state", "restore_state"]
 
-#: the state's scaling (:mod:`constrfl.scaling`): the key of the scaled site
+#: the state's scaling (:mod:`constrfl.scaling`): the key of the scaled context
 SCALING = ("scale_columns", "scale_objective", "scale_rows_ineq", "scale_rows_eq")
 
 #: fields of states saved by earlier versions that the handlers no longer keep there
-#: (an exact block's eigendecomposition, now on the :class:`Site`)
+#: (an exact block's eigendecomposition, now on the :class:`PartyContext`)
 RETIRED = ("eigen_at", "eigen_vectors", "eigen_values")
 
 
-class Site:
+class PartyContext:
     """What a party holds: its functions (``party``, hence its data), the problem's
     public regularizer P (``regularizer``, used only by the composite baselines'
     clients), and what its handlers derive from them (:meth:`memo`).  Lives as long as
@@ -37,7 +37,7 @@ class Site:
         self._memo = {}          # slot -> (key, value)
 
     def __repr__(self):
-        return f"Site({self.party!r}, {self.regularizer!r})"
+        return f"PartyContext({self.party!r}, {self.regularizer!r})"
 
     def memo(self, slot, key, compute):
         """``compute()``, kept in ``slot`` for ``key``: one value a slot, computed again
@@ -48,8 +48,8 @@ class Site:
         return hit[1]
 
     def view(self, state):
-        """The site as the handlers see it under ``state``: itself, or once the state
-        holds a scaling (:mod:`constrfl.scaling`) a site of the scaled functions (built
+        """The context as the handlers see it under ``state``: itself, or once the state
+        holds a scaling (:mod:`constrfl.scaling`) a context of the scaled functions (built
         once per scaling)."""
         if "scale_columns" not in state:
             return self
@@ -58,7 +58,7 @@ class Site:
 
     def _scaled(self, D, c, e_ineq, e_eq):
         P = None if self.regularizer is None else scaled_regularizer(self.regularizer, D, c)
-        return Site(scaled_party(self.party, D, c, e_ineq, e_eq), P)
+        return PartyContext(scaled_party(self.party, D, c, e_ineq, e_eq), P)
 
 
 def init_state(party):

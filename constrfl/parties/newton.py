@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..federation.messages import MessageType as M, pack_upper, trial_steps
+from ..messages import MessageType as M, pack_upper, trial_steps
 from ..rowspace import basis_core, row_basis
 from ..solvers.augmented import AugmentedTerm
 from .al import term as al_term
@@ -35,17 +35,17 @@ def _evaluate(term, msg):
 
 
 @handles(M.NEWTON_EVAL)
-def newton_eval(msg, state, site):
-    return _evaluate(al_term(state, site.party), msg), state
+def newton_eval(msg, state, ctx):
+    return _evaluate(al_term(state, ctx.party), msg), state
 
 
 @handles(M.NEWTON_HVP)
-def newton_hvp(msg, state, site):
+def newton_hvp(msg, state, ctx):
     """The party's Hessian (of its AL term, or with ``violation`` of its violation term)
     at w times v; by a finite difference of its own gradients where a function has no
     Hessian."""
-    term = (_violation_term(site.party) if msg.get("violation")
-            else al_term(state, site.party))
+    term = (_violation_term(ctx.party) if msg.get("violation")
+            else al_term(state, ctx.party))
     w, v = msg["w"], msg["v"]
     Hv = term.hessvec(w, v)
     if Hv is None:
@@ -55,10 +55,10 @@ def newton_hvp(msg, state, site):
 
 
 @handles(M.NEWTON_BASIS)
-def newton_basis(msg, state, site):
+def newton_basis(msg, state, ctx):
     """Columns ``start`` to ``start + count`` of the party's row basis B (B1), as rows
     (none without a basis or past its rank)."""
-    basis = row_basis(site.party)
+    basis = row_basis(ctx.party)
     B = np.zeros((0, 0)) if basis is None else basis[0]
     return {"basis": np.ascontiguousarray(B.T[msg["start"]:msg["start"] + msg["count"]])
             .ravel()}, state
@@ -71,11 +71,11 @@ def _violation_term(party):
 
 
 @handles(M.FEAS_EVAL)
-def feas_eval(msg, state, site):
+def feas_eval(msg, state, ctx):
     """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
     zero multipliers and β = 2); with ``report`` its largest violation and whether its
     functions are convex."""
-    party = site.party
+    party = ctx.party
     if msg.get("report"):
         c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
         worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))

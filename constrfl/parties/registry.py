@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["HANDLERS", "handles"]
 
-#: ``{message type: handler (message, state, site) -> (reply, state)}``
+#: ``{message type: handler (message, state, ctx) -> (reply, state)}``
 HANDLERS = {}
 
 

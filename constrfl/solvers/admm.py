@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import NonFiniteIterate
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..prox import SquaredL2, Zero
 from ..records import saved_as
 from .local import woodbury_solve

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PartyError
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..kkt import measured_at
 from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import NonFiniteIterate
-from ..federation.messages import MessageType as M, trial_points, unpack_upper
+from ..messages import MessageType as M, trial_points, unpack_upper
 from ..prox import Zero
 from ..records import saved_as
 from ..rowspace import BASIS_COLUMNS

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
-from ..federation.messages import MessageType as M
+from ..messages import MessageType as M
 from ..progress import log
 from ..kkt import measured_at
 from ..records import KKT, Multipliers, saved_as
