@@ -81,7 +81,7 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     "newton"``, ``"newton-cg"``; ``cproxal``), :class:`~constrfl.settings.ADMMSettings`
     (``inner="admm"``) and :class:`~constrfl.settings.BaselineSettings` (the baselines).
     An option that does not apply to the method (or inner solver) is a TypeError.
-    ``status`` is ``"optimal"`` only when the KKT residuals, computed by the owners at
+    ``status`` is ``"optimal"`` only when the KKT residuals, computed by the parties at
     the returned point, meet ``tol``; otherwise ``message`` names the residual that
     failed.  Statuses: :mod:`constrfl.status`.
     """

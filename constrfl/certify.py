@@ -52,7 +52,7 @@ class Certificate:
     reference_time: float
     objective_gap: float          # |F(w) − F*| / |F*| (|F(w) − F*| when F* = 0)
     w_distance: float             # ‖w − w*‖∞
-    multiplier_distance: float    # max over owners of ‖(μ, ν) − (μ*, ν*)‖∞ (nan if not given)
+    multiplier_distance: float    # max over parties of ‖(μ, ν) − (μ*, ν*)‖∞ (nan if not given)
     reference_projection: float = 0.0   # ‖w* − cvxpy's point‖∞ (projection onto dom P)
     gap_bound: float = float("nan")     # relative gap allowed by kkt_tol (gap_bound())
     gap_tol: float | None = None        # a fixed relative gap instead of gap_bound
@@ -127,7 +127,7 @@ def _cvx(f, w, where):
 
 
 def pooled_cvxpy(problem):
-    """The pooled problem in cvxpy: ``(cp.Problem, w, {owner: (ineq_cons, eq_cons)})``.
+    """The pooled problem in cvxpy: ``(cp.Problem, w, {party: (ineq_cons, eq_cons)})``.
 
     Raises ValueError for nonconvex problems and TypeError for functions without a
     cvxpy form (e.g. :class:`~constrfl.functions.Custom`).

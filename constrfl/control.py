@@ -45,7 +45,7 @@ def checkpoint(problem, fed, solver_state):
     backend holds, the traffic counters, and what identifies the problem."""
     return {"solver": solver_state, "parties": fed.snapshot(),
             "traffic": dataclasses.asdict(fed.traffic), "seq": fed.seq,
-            "problem": {"dim": problem.dim, "owners": problem.owners}}
+            "problem": {"dim": problem.dim, "owners": problem.party_names}}
 
 
 def restore(fed, resume):

@@ -49,10 +49,10 @@ def _not_real(A):
     return None
 
 
-def _real_array(a, name, owner, what="an array of real numbers"):
+def _real_array(a, name, where, what="an array of real numbers"):
     """``a`` as a C-contiguous float64 ndarray: booleans, integers, floats, or an object
     array of numbers.  Anything else, numeric strings included whatever their dtype
-    (text is not parsed), raises TypeError naming ``owner`` and ``name``."""
+    (text is not parsed), raises TypeError naming ``where`` and ``name``."""
     A = np.asarray(a)
     problem = _not_real(A)
     if problem is None:
@@ -60,37 +60,37 @@ def _real_array(a, name, owner, what="an array of real numbers"):
             return np.asarray(A, dtype=np.float64, order="C")
         except (TypeError, ValueError):          # e.g. complex numbers in an object array
             problem = "dtype object holding numbers that are not real"
-    raise TypeError(f"{owner}: {name} must be {what}, got {problem}")
+    raise TypeError(f"{where}: {name} must be {what}, got {problem}")
 
 
-def _as_float_array(a, name, owner, ndim=None):
-    arr = np.ascontiguousarray(_real_array(a, name, owner))    # at least 1-D
+def _as_float_array(a, name, where, ndim=None):
+    arr = np.ascontiguousarray(_real_array(a, name, where))    # at least 1-D
     if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
-        raise ValueError(f"{owner}: {name} must be {ndim}-dimensional, got shape {arr.shape}")
+        raise ValueError(f"{where}: {name} must be {ndim}-dimensional, got shape {arr.shape}")
     return arr
 
 
-def as_data_matrix(X, owner, name="X"):
+def as_data_matrix(X, where, name="X"):
     """``X`` as a float64 2-D matrix with at least one column: a C-contiguous ndarray,
     or, for ``scipy.sparse`` input of any format, a canonical CSR ``csr_array`` (a copy:
     sorted indices, duplicates summed, explicit zeros dropped).  Sparse input stays
-    sparse.  Errors name ``owner`` and ``name``."""
+    sparse.  Errors name ``where`` and ``name``."""
     if sp.issparse(X):
         if X.ndim != 2:
-            raise ValueError(f"{owner}: {name} must be 2-dimensional, got shape {X.shape}")
+            raise ValueError(f"{where}: {name} must be 2-dimensional, got shape {X.shape}")
         if X.dtype.kind not in "biuf":
-            raise TypeError(f"{owner}: {name} must hold real numbers, got dtype {X.dtype}")
+            raise TypeError(f"{where}: {name} must hold real numbers, got dtype {X.dtype}")
         A = sp.csr_array(X, dtype=np.float64, copy=True)
         A.sum_duplicates()
         A.eliminate_zeros()
         A.sort_indices()
     else:
-        A = _real_array(X, name, owner, "a 2-D array of real numbers (or a scipy.sparse "
+        A = _real_array(X, name, where, "a 2-D array of real numbers (or a scipy.sparse "
                         "matrix)")
         if A.ndim != 2:
-            raise ValueError(f"{owner}: {name} must be 2-dimensional, got shape {A.shape}")
+            raise ValueError(f"{where}: {name} must be 2-dimensional, got shape {A.shape}")
     if A.shape[1] == 0:
-        raise ValueError(f"{owner}: {name} has no columns (dimension 0), shape {A.shape}")
+        raise ValueError(f"{where}: {name} has no columns (dimension 0), shape {A.shape}")
     return A
 
 

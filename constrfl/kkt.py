@@ -1,9 +1,9 @@
 """KKT residuals of ALGORITHMS.md §2 (optimality conditions (8), Definition 1).
 
-Each owner evaluates its own part (its share of the Lagrangian gradient and its
+Each party evaluates its own part (its share of the Lagrangian gradient and its
 constraint values); only those are combined, so this runs on federated data as well.
 Without multipliers, :func:`kkt` estimates them (:func:`estimate_multipliers`); that
-needs each owner's constraint Jacobian (mᵢ × d) as well.
+needs each party's constraint Jacobian (mᵢ × d) as well.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ _LP_OPTIONS = dict(primal_feasibility_tolerance=1e-10, dual_feasibility_toleranc
 @dataclass(eq=False)
 class EstimatedKKT(KKT):
     """:class:`~constrfl.result.KKT` residuals at multipliers that :func:`kkt` estimated
-    (none were given): ``multipliers`` ({owner: Multipliers}) are those multipliers,
+    (none were given): ``multipliers`` ({party: Multipliers}) are those multipliers,
     ``estimate`` says how they were found (``"lp"``: stationarity minimized exactly;
     ``"least-squares"``: the fallback for a non-separable P; ``"none"``: no constraints,
     or w outside dom P).  ``multipliers_estimated`` is True."""
@@ -42,18 +42,18 @@ class EstimatedKKT(KKT):
 
 
 def as_multipliers(problem, multipliers=None):
-    """Normalize ``multipliers`` to ``{owner: Multipliers}`` with checked shapes.
+    """Normalize ``multipliers`` to ``{party: Multipliers}`` with checked shapes.
 
-    Accepts ``None`` (all zero), or a dict keyed by owner name whose values are
+    Accepts ``None`` (all zero), or a dict keyed by party name whose values are
     :class:`Multipliers`, ``(ineq, eq)`` pairs or ``{"ineq": ..., "eq": ...}`` dicts;
-    owners left out get zeros.
+    parties left out get zeros.
     """
     given = {} if multipliers is None else dict(multipliers)
     names = {p.name for p in problem.parties}
     unknown = set(given) - names
     if unknown:
-        raise ValueError(f"multipliers for unknown owners {sorted(unknown)}; "
-                         f"owners are {sorted(names)}")
+        raise ValueError(f"multipliers for unknown parties {sorted(unknown)}; "
+                         f"parties are {sorted(names)}")
     out = {}
     for p in problem.parties:
         m = given.get(p.name)
@@ -78,7 +78,7 @@ def as_multipliers(problem, multipliers=None):
 
 
 def party_share(party, w, mult, atol=0.0):
-    """One owner's share of the KKT residuals at ``(w, μ, ν)`` (what it sends in a KKT
+    """One party's share of the KKT residuals at ``(w, μ, ν)`` (what it sends in a KKT
     round): its Lagrangian-gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ``, the max of its
     feasibility, complementarity and Definition-1 residuals, its parts of the scales
     S₁, S₂ (:class:`~constrfl.result.KKT`) and its objective value fᵢ(w)."""
@@ -100,7 +100,7 @@ def party_share(party, w, mult, atol=0.0):
 
 
 def combine_shares(shares, regularizer, w, atol=0.0):
-    """``(KKT, F(w))`` from the owners' shares (:func:`party_share`), given server
+    """``(KKT, F(w))`` from the parties' shares (:func:`party_share`), given server
     first: the gradient shares summed, the residuals and scales maximized, and
     F(w) = Σᵢ fᵢ(w) + P(w)."""
     g = sum(s["lagrangian_grad"] for s in shares)
@@ -111,12 +111,12 @@ def combine_shares(shares, regularizer, w, atol=0.0):
 
 
 def measured_at(problem, w, replies):
-    """``(KKT, F)`` at the server's point ``w`` from a round's replies ``{owner:
+    """``(KKT, F)`` at the server's point ``w`` from a round's replies ``{party:
     share}``: :func:`combine_shares` in :func:`kkt`'s order (server first), in the
     user's units (``problem.user_regularizer`` at ``problem.user_point(w)``: a scaled
     solve's view maps its x back)."""
-    owners = sorted(replies, key=lambda n: n != "server")
-    return combine_shares([replies[n] for n in owners], problem.user_regularizer,
+    parties = sorted(replies, key=lambda n: n != "server")
+    return combine_shares([replies[n] for n in parties], problem.user_regularizer,
                           problem.user_point(w))
 
 
@@ -125,7 +125,7 @@ def _inf_norm(v):
 
 
 def definition1(c, h, mu, atol=0.0):
-    """Definition 1's residual of one owner from its constraint values: |cⱼ| where
+    """Definition 1's residual of one party from its constraint values: |cⱼ| where
     μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
     return float(kernels.definition1(c, h, mu, float(atol)))
 
@@ -162,7 +162,7 @@ def _point(problem, w):
 
 def estimate_multipliers(problem, w, atol=0.0):
     """Multipliers ``λ = (μ ≥ 0, ν)`` minimizing the stationarity residual at ``w``:
-    ``({owner: Multipliers}, how)``.
+    ``({party: Multipliers}, how)``.
 
     With ``g₀ = Σ ∇fᵢ(w)`` and ``A = [∇c(w)ᵀ ∇h(w)ᵀ]`` (d × m), the residual is
     ``min_{z ∈ ∂P(w)} ‖g₀ + Aλ + z‖∞``.

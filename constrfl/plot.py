@@ -86,22 +86,22 @@ def _most_accurate(results):
 
 
 def _reference(results, labels, reference):
-    """``(F*, where it came from, owner)``: ``reference`` (owner None) or, without one,
-    the final objective of the most accurate result (its index ``owner``: its own gap
+    """``(F*, where it came from, best)``: ``reference`` (best None) or, without one,
+    the final objective of the most accurate result (its index ``best``: its own gap
     there is 0 by construction and is not drawn).  The best objective is not the
     least one: a run that violates the constraints can end below F*."""
     if reference is not None:
-        ref, owner = float(reference), None
+        ref, best = float(reference), None
         source = f"F* = {ref:.8g} (reference)"
     else:
-        owner = _most_accurate(results)
-        ref = float(_record(results[owner], "objective")[-1])
+        best = _most_accurate(results)
+        ref = float(_record(results[best], "objective")[-1])
         source = (f"F* = final objective {ref:.8g} (no reference given)" if len(results) == 1
-                  else f"F* = {ref:.8g}, the final objective of {labels[owner]}, the run "
+                  else f"F* = {ref:.8g}, the final objective of {labels[best]}, the run "
                        "with the least final residual (no reference given)")
     if not np.isfinite(ref):
         raise ValueError(f"reference objective must be finite, got {ref!r}")
-    return ref, source, owner
+    return ref, source, best
 
 
 def _gap(res, ref, own):
@@ -192,11 +192,11 @@ def plot_result(res, ax=None, reference=None, *, x="auto", target=None, title=No
     """
     plt = _pyplot()
     xs, xlabel = _x(res, x)
-    ref, source, owner = _reference([res], [res.method], reference)
+    ref, source, best = _reference([res], [res.method], reference)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
     ys = [_record(res, "stationarity"), _record(res, "feasibility"),
-          _gap(res, ref, owner == 0)]
+          _gap(res, ref, best == 0)]
     labels = ["stationarity", "feasibility", f"objective gap {_formula(ref)}, {source}"]
     clipped = _panel(ax, [xs] * 3, ys, labels, [None] * 3)
     _finish_axes(ax, xlabel, "residual / gap (log scale)", clipped, target)
@@ -262,11 +262,11 @@ def compare(results, labels=None, reference=None, *, quantities=("stationarity",
         axes = list(np.atleast_1d(axes))
         if len(axes) != len(quantities):
             raise ValueError(f"{len(quantities)} quantities but {len(axes)} axes")
-    ref, source, owner = _reference(results, labels, reference)
+    ref, source, best = _reference(results, labels, reference)
     xs = [xv for xv, _ in series]
     for ax, q in zip(axes, quantities):
         gap = q == "gap"
-        ys = ([_gap(r, ref, k == owner) for k, r in enumerate(results)] if gap
+        ys = ([_gap(r, ref, k == best) for k, r in enumerate(results)] if gap
               else [_record(r, q) for r in results])
         clipped = _panel(ax, xs, ys, labels, styles)
         _finish_axes(ax, series[0][1] + (f"\n{textwrap.fill(source, 60)}" if gap else ""),

@@ -29,7 +29,7 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 class Party:
-    """Objective, inequality and equality functions held by one owner."""
+    """Objective, inequality and equality functions held by one party."""
 
     kind = "party"
 
@@ -274,8 +274,8 @@ class ServerView:
         return len(self.client_names)
 
     @property
-    def owners(self):
-        """Every owner of functions: ``"server"``, then the clients."""
+    def party_names(self):
+        """Every party's name: ``"server"``, then the clients."""
         return ["server", *self.client_names]
 
     def _set_server(self, server, regularizer):
@@ -300,7 +300,7 @@ class ServerView:
         return {}
 
     def zero_multipliers(self):
-        """``{owner: (zeros, zeros)}`` for the owners whose constraint counts are known."""
+        """``{party: (zeros, zeros)}`` for the parties whose constraint counts are known."""
         from .result import Multipliers
         return {p.name: Multipliers(np.zeros(p.n_ineq), np.zeros(p.n_eq))
                 for p in self._known_parties()}
@@ -317,8 +317,8 @@ class ServerView:
         """Rows of data each client holds, in client order (None when not known)."""
         return None
 
-    def constrained_owners(self):
-        """Names of the owners with constraints (None when not known)."""
+    def constrained_parties(self):
+        """Names of the parties with constraints (None when not known)."""
         return None
 
     def start_point(self, w0=None, seed=0):
@@ -408,7 +408,7 @@ class Problem(ServerView):
 
     @property
     def parties(self):
-        """The server first, then the clients: every owner of functions."""
+        """The server first, then the clients: every party."""
         return [self.server, *self.clients]
 
     @property
@@ -424,7 +424,7 @@ class Problem(ServerView):
     def client_samples(self):
         return [c.n_samples for c in self.clients]
 
-    def constrained_owners(self):
+    def constrained_parties(self):
         return [p.name for p in self.parties if p.n_ineq or p.n_eq]
 
     @property

@@ -26,25 +26,25 @@ __all__ = ["Regularizer", "Zero", "L1", "SquaredL2", "ElasticNet", "Box", "NonNe
            "Boxed", "Piecewise", "Ridged", "Leading", "L2Ball", "L1Ball", "Nuclear"]
 
 
-def _real_array(x, name, owner, what="a real number or an array of real numbers"):
+def _real_array(x, name, where, what="a real number or an array of real numbers"):
     """``x`` as a float64 array: TypeError unless it holds real numbers (booleans,
     strings and None are not numbers)."""
     a = np.asarray(x)
     if a.dtype.kind not in "iuf":
-        raise TypeError(f"{owner}: {name} must be {what}, got {x!r} ({type(x).__name__})")
+        raise TypeError(f"{where}: {name} must be {what}, got {x!r} ({type(x).__name__})")
     return a.astype(np.float64)
 
 
-def _positive(x, name, owner, allow_zero=True):
+def _positive(x, name, where, allow_zero=True):
     """A finite real ``x ≥ 0`` (``> 0`` unless ``allow_zero``): TypeError when ``x`` is
-    not a real number, ValueError when out of range; both name ``owner`` and ``name``."""
-    a = _real_array(x, name, owner, "a real number")
+    not a real number, ValueError when out of range; both name ``where`` and ``name``."""
+    a = _real_array(x, name, where, "a real number")
     if a.ndim:
-        raise TypeError(f"{owner}: {name} must be a real number, got an array of shape "
+        raise TypeError(f"{where}: {name} must be a real number, got an array of shape "
                         f"{a.shape}")
     x = float(a)
     if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
-        raise ValueError(f"{owner}: {name} must be a finite {'non-negative' if allow_zero else 'positive'} "
+        raise ValueError(f"{where}: {name} must be a finite {'non-negative' if allow_zero else 'positive'} "
                          f"number, got {x}")
     return x
 

@@ -48,8 +48,8 @@ def saved_class(tag):
 @saved_as("multipliers")
 @dataclass
 class Multipliers:
-    """One owner's multipliers: ``ineq`` (μ ≥ 0, for c ≤ 0) and ``eq`` (ν, for h = 0),
-    in the order the owner's constraints were given (vector-valued ones expanded)."""
+    """One party's multipliers: ``ineq`` (μ ≥ 0, for c ≤ 0) and ``eq`` (ν, for h = 0),
+    in the order the party's constraints were given (vector-valued ones expanded)."""
 
     ineq: np.ndarray
     eq: np.ndarray

@@ -40,9 +40,9 @@ class SolveResult:
     """What :func:`constrfl.solve` returns (a plain record, like scipy's OptimizeResult).
 
     ``w`` is the last accepted iterate (the last completed outer iteration's), with the
-    ``multipliers`` each owner reported there and ``kkt``/``objective`` computed by the
-    owners at that point (the KKT round of the protocol, from scratch).  ``multipliers``
-    maps each owner (``"server"`` and the client names) to its :class:`Multipliers`, in
+    ``multipliers`` each party reported there and ``kkt``/``objective`` computed by the
+    parties at that point (the KKT round of the protocol, from scratch).  ``multipliers``
+    maps each party (``"server"`` and the client names) to its :class:`Multipliers`, in
     the Lagrangian convention ``F + μᵀc + νᵀh`` with μ ≥ 0.  ``rounds``, ``bytes_up`` and
     ``bytes_down`` count the messages (8 bytes a float).  ``history`` holds one dict per
     outer iteration (per round for the baselines).  ``error`` is the exception behind a
@@ -103,7 +103,7 @@ class SolveResult:
     def save(self, path):
         """Write the result and its solver state to the directory ``path``:
         ``result.json`` (format name and version, status, settings, the problem's
-        dimension and owners, history; arrays referenced by key) and ``arrays.npz``
+        dimension and parties, history; arrays referenced by key) and ``arrays.npz``
         (``w``, multipliers, the solver and party states).  No pickle."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)

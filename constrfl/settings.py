@@ -467,10 +467,10 @@ def resume_settings(problem, res, method, options, tol=None):
         raise ValueError(f"a solve that ended {res.status!r} cannot be resumed "
                          f"(resumable: {', '.join(st.RESUMABLE)})")
     saved = res.state["problem"]
-    if saved["dim"] != problem.dim or list(saved["owners"]) != problem.owners:
+    if saved["dim"] != problem.dim or list(saved["owners"]) != problem.party_names:
         raise ValueError(f"resume: the result belongs to another problem (dimension "
                          f"{saved['dim']}, owners {list(saved['owners'])}; this one: "
-                         f"{problem.dim}, {problem.owners})")
+                         f"{problem.dim}, {problem.party_names})")
     saved_method, settings = from_saved(res.settings)
     if method not in ("fedproxal", saved_method):     # "fedproxal" is solve()'s default
         raise ValueError(f"resume: the result is from method {saved_method!r}, not {method!r}")

@@ -115,7 +115,7 @@ def test_kkt_rejects_bad_multipliers():
     p = cf.Problem([client(name="a", constraints=[fn.Affine(np.ones(3), -1.0)])])
     with pytest.raises(ValueError, match=r"multipliers\['a'\].ineq has 2 entries, expected 1"):
         cf.kkt(p, np.zeros(3), {"a": ([1.0, 2.0], [])})
-    with pytest.raises(ValueError, match=r"unknown owners \['b'\]"):
+    with pytest.raises(ValueError, match=r"unknown parties \['b'\]"):
         cf.kkt(p, np.zeros(3), {"b": ([1.0], [])})
 
 
@@ -137,7 +137,7 @@ def test_nonfinite_during_run_gives_numerical_error():
 
 # -- strict inputs: parameters that are not numbers, empty dimensions, certify ----------------
 
-@pytest.mark.parametrize("make, owner, arg", [
+@pytest.mark.parametrize("make, where, arg", [
     (lambda: prox.L1(None), "L1", "lam"),
     (lambda: prox.L1("0.1"), "L1", "lam"),
     (lambda: prox.L1(True), "L1", "lam"),
@@ -150,8 +150,8 @@ def test_nonfinite_during_run_gives_numerical_error():
     (lambda: prox.Box(0.0, [1.0, None]), "Box", "upper"),
     (lambda: prox.Box(0.0, [True, False]), "Box", "upper"),
 ])
-def test_regularizer_parameters_must_be_numbers(make, owner, arg):
-    with pytest.raises(TypeError, match=rf"{owner}: {arg} must be a real number"):
+def test_regularizer_parameters_must_be_numbers(make, where, arg):
+    with pytest.raises(TypeError, match=rf"{where}: {arg} must be a real number"):
         make()
 
 

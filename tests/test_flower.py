@@ -138,9 +138,9 @@ def assert_same(a, b):
     assert (a.status, a.message) == (b.status, b.message)
     assert a.w.tobytes() == b.w.tobytes()
     assert list(a.multipliers) == list(b.multipliers)
-    for owner in a.multipliers:
-        assert a.multipliers[owner].ineq.tobytes() == b.multipliers[owner].ineq.tobytes()
-        assert a.multipliers[owner].eq.tobytes() == b.multipliers[owner].eq.tobytes()
+    for party in a.multipliers:
+        assert a.multipliers[party].ineq.tobytes() == b.multipliers[party].ineq.tobytes()
+        assert a.multipliers[party].eq.tobytes() == b.multipliers[party].eq.tobytes()
     assert (a.rounds, a.bytes_up, a.bytes_down, a.outer_iterations, a.inner_iterations) == \
         (b.rounds, b.bytes_up, b.bytes_down, b.outer_iterations, b.inner_iterations)
     assert len(a.history) == len(b.history)

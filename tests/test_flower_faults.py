@@ -109,8 +109,8 @@ def test_a_site_gone_for_good_ends_client_failure_and_resumes_to_the_same_answer
     partial = cf.solve(NP, max_outer=res.outer_iterations, **NEWTON)
     assert res.outer_iterations >= 1 and res.rounds == 14
     assert res.w.tobytes() == partial.w.tobytes()
-    for owner, m in partial.multipliers.items():
-        assert res.multipliers[owner].ineq.tobytes() == m.ineq.tobytes()
+    for party, m in partial.multipliers.items():
+        assert res.multipliers[party].ineq.tobytes() == m.ineq.tobytes()
     assert res.history == partial.history
     # saved, loaded, and resumed once the site is back (a new node, the same directory)
     res.save(tmp_path / "result")

@@ -10,7 +10,7 @@ rng = np.random.default_rng(0)
 X, y, s = rng.standard_normal((6, 3)), np.array([0, 1, 0, 1, 1, 0.0]), np.full(6, 0.5)
 A, b = np.eye(3) * 2.0, np.ones(3)
 
-# (owner, argument name, builder taking the argument, its float64 value)
+# (where: the object named in errors, argument name, builder taking the argument, its float64 value)
 ARRAYS = [
     ("LogisticLoss", "X", lambda a: fn.LogisticLoss(a, y), X),
     ("LogisticLoss", "y", lambda a: fn.LogisticLoss(X, a), y),
@@ -25,19 +25,19 @@ ARRAYS = [
     ("SquaredNorm", "A", lambda a: fn.SquaredNorm(a, b), A),
     ("SquaredNorm", "b", lambda a: fn.SquaredNorm(A, a), b),
 ]
-IDS = [f"{owner}.{name}" for owner, name, _, _ in ARRAYS]
+IDS = [f"{where}.{name}" for where, name, _, _ in ARRAYS]
 
 
-@pytest.mark.parametrize("owner, name, build, value", ARRAYS, ids=IDS)
+@pytest.mark.parametrize("where, name, build, value", ARRAYS, ids=IDS)
 @pytest.mark.parametrize("text", [lambda a: a.astype(str).astype(object),
                                   lambda a: a.astype(str)], ids=["object", "unicode"])
-def test_numeric_text_is_refused(owner, name, build, value, text):
-    with pytest.raises(TypeError, match=rf"{owner}: {name} must be .*real numbers.*, got dtype"):
+def test_numeric_text_is_refused(where, name, build, value, text):
+    with pytest.raises(TypeError, match=rf"{where}: {name} must be .*real numbers.*, got dtype"):
         build(text(value))
 
 
-@pytest.mark.parametrize("owner, name, build, value", ARRAYS, ids=IDS)
-def test_an_object_array_of_numbers_is_its_float_twin(owner, name, build, value):
+@pytest.mark.parametrize("where, name, build, value", ARRAYS, ids=IDS)
+def test_an_object_array_of_numbers_is_its_float_twin(where, name, build, value):
     w = np.array([0.3, -1.2, 0.7])
     assert np.array_equal(build(value.astype(object)).value(w), build(value).value(w))
 

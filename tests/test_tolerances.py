@@ -21,7 +21,7 @@ def small_qp():
 
 
 def test_the_scales_in_closed_form():
-    """S₁ = max over owners of max(‖∇fᵢ‖∞, ‖∇cᵢᵀμᵢ + ∇hᵢᵀνᵢ‖∞); S₂ = max over affine rows
+    """S₁ = max over parties of max(‖∇fᵢ‖∞, ‖∇cᵢᵀμᵢ + ∇hᵢᵀνᵢ‖∞); S₂ = max over affine rows
     aᵀw + b of max(|aᵀw|, |b|)."""
     problem, (Q, b, C, d, E, e) = small_qp()
     w = np.array([0.3, -1.2, 2.0, 0.7])

@@ -231,7 +231,7 @@ def main(argv=None):
             f"{k.stationarity:.2e} | {k.feasibility:.2e} | {k.complementarity:.2e} | "
             f"{eq if isinstance(eq, str) else ('yes, bit for bit' if eq else 'NO')} |")
     lines += ["",
-              "\"same as in-process\": `w`, every owner's multipliers, rounds and bytes "
+              "\"same as in-process\": `w`, every party's multipliers, rounds and bytes "
               "equal those of `cf.solve` with the same options, bit for bit (the capped "
               "deployments against `cf.solve(..., max_outer=2, tol=1e-3)`).  Seconds per "
               "round: the slope of wall time against rounds between the first and the "

@@ -17,14 +17,14 @@ class KnownServerSide(ServerSide):
     """The server's view of a simulated problem: :class:`ServerSide` (no client
     functions or data) plus what a deployment would tell its server up front — the
     clients' row counts (``rho="samples"``, ``epochs``), their constraint counts and
-    which owners are constrained (the baselines' check) — so that ``simulate`` accepts
+    which parties are constrained (the baselines' check) — so that ``simulate`` accepts
     and rejects exactly what ``cf.solve`` does."""
 
     def __init__(self, problem):
         super().__init__(problem.dim, problem.client_names, problem.server,
                          problem.regularizer)
         self._rows, self._samples = problem.client_rows(), problem.client_samples()
-        self._constrained = problem.constrained_owners()
+        self._constrained = problem.constrained_parties()
         self._parties = problem.parties
 
     def client_rows(self):
@@ -33,7 +33,7 @@ class KnownServerSide(ServerSide):
     def client_samples(self):
         return list(self._samples)
 
-    def constrained_owners(self):
+    def constrained_parties(self):
         return list(self._constrained)
 
     def _known_parties(self):

@@ -120,7 +120,7 @@ def _spectral(state, w):
 
 
 def _definition1(term, w):
-    """The owner's Definition-1 residual at (w, μ⁺), μ⁺ the multipliers step 3 would give
+    """The party's Definition-1 residual at (w, μ⁺), μ⁺ the multipliers step 3 would give
     it at w."""
     c, h = term.constraint_values(w)
     return definition1(c, h, term.step3(c, h)[0])

@@ -14,43 +14,43 @@ from ..functions import as_data_matrix
 SCALE_RATIO_WARN = 100.0
 
 
-def int_arg(owner, name, value, minimum=1, maximum=None):
+def int_arg(caller, name, value, minimum=1, maximum=None):
     """``value`` as an int in [minimum, maximum], else ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
             or value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-        raise ValueError(f"{owner}: {name} must be an integer {bound}, got {value!r}")
+        raise ValueError(f"{caller}: {name} must be an integer {bound}, got {value!r}")
     return int(value)
 
 
-def real_arg(owner, name, value, positive=False):
+def real_arg(caller, name, value, positive=False):
     """``value`` as a finite float ≥ 0 (> 0 with ``positive``): TypeError when it is not
     a real number (strings, None and booleans are not), ValueError when out of range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{owner}: {name} must be a real number, got {value!r} "
+        raise TypeError(f"{caller}: {name} must be a real number, got {value!r} "
                         f"({type(value).__name__})")
     if not (np.isfinite(value) and (value > 0 if positive else value >= 0)):
-        raise ValueError(f"{owner}: {name} must be a finite "
+        raise ValueError(f"{caller}: {name} must be a finite "
                          f"{'positive' if positive else 'non-negative'} number, got {value!r}")
     return float(value)
 
 
-def rows(owner, X, *, prefix="", **columns):
+def rows(caller, X, *, prefix="", **columns):
     """``(X, *columns)`` checked: X 2-D with ≥ 1 column (scipy.sparse kept as CSR), every
     column (``y=..., client_ids=...``, in the given order) one entry per row.
     ``prefix`` names the argument group in errors (``"server_data: "``)."""
-    X = as_data_matrix(X, owner, f"{prefix}X")
+    X = as_data_matrix(X, caller, f"{prefix}X")
     out = [X]
     for arg, a in columns.items():
         a = np.asarray(a)
         if a.shape != (X.shape[0],):
-            raise ValueError(f"{owner}: {prefix}{arg} has shape {a.shape}, expected "
+            raise ValueError(f"{caller}: {prefix}{arg} has shape {a.shape}, expected "
                              f"({X.shape[0]},): one entry per row of {prefix}X")
         out.append(a)
     return tuple(out)
 
 
-def labels01(owner, name, y, ids=None, where="client"):
+def labels01(caller, name, y, ids=None, where="client"):
     """``y`` as float64 in {0, 1}; anything else (NaN included) raises ValueError naming
     each offending client (``ids``) or ``where`` and its count of bad rows.  No row is
     ever dropped."""
@@ -67,13 +67,13 @@ def labels01(owner, name, y, ids=None, where="client"):
                      f"{int((ids == i).sum())} rows"
                      for i in np.unique(ids[~good])]
         example = y[~good][0]
-        raise ValueError(f"{owner}: {name} must hold labels in {{0, 1}} (NaN is not one); "
+        raise ValueError(f"{caller}: {name} must hold labels in {{0, 1}} (NaN is not one); "
                          f"{'; '.join(parts)} hold other values (e.g. {plain(example)!r}). "
                          "Map the labels to 0/1 first; no row is dropped")
     return y.astype(np.float64)
 
 
-def warn_if_badly_scaled(owner, X, stacklevel=3):
+def warn_if_badly_scaled(caller, X, stacklevel=3):
     """UserWarning when the columns' scales (max |x_j| over the rows, all-zero columns
     left out) differ by more than ``SCALE_RATIO_WARN``: the solvers' tolerances are
     absolute and their speed depends on the conditioning.  One-hot and standardized
@@ -87,7 +87,7 @@ def warn_if_badly_scaled(owner, X, stacklevel=3):
     hi, lo = live[np.argmax(scale[live])], live[np.argmin(scale[live])]
     ratio = scale[hi] / scale[lo]
     if ratio > SCALE_RATIO_WARN:
-        warnings.warn(f"{owner}: feature scales differ by {ratio:.3g}x (max |x| of column "
+        warnings.warn(f"{caller}: feature scales differ by {ratio:.3g}x (max |x| of column "
                       f"{hi} is {scale[hi]:.3g}, of column {lo} {scale[lo]:.3g}): "
                       "standardize the columns (e.g. sklearn's StandardScaler) or use "
                       "constrfl's estimators, which scale internally; badly scaled "

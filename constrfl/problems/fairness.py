@@ -10,19 +10,19 @@ from ._args import labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["fairness"]
 
-OWNER = "fairness"
+CALLER = "fairness"
 
 
 def _owner_rows(X, y, s, ids=None, prefix=""):
-    """Check one owner's rows (``prefix`` names the argument group in errors): labels
+    """Check one party's rows (``prefix`` names the argument group in errors): labels
     ``y`` and ``sensitive`` in {0, 1}, errors naming the client (or server_data)."""
     if ids is None:
-        X, y, s = rows(OWNER, X, prefix=prefix, y=y, sensitive=s)
+        X, y, s = rows(CALLER, X, prefix=prefix, y=y, sensitive=s)
     else:
-        X, y, s, ids = rows(OWNER, X, prefix=prefix, y=y, sensitive=s, client_ids=ids)
+        X, y, s, ids = rows(CALLER, X, prefix=prefix, y=y, sensitive=s, client_ids=ids)
     where = "server_data" if prefix else "client"
-    y = labels01(OWNER, f"{prefix}y", y, ids, where)
-    s = labels01(OWNER, f"{prefix}sensitive", s, ids, where).astype(bool)
+    y = labels01(CALLER, f"{prefix}y", y, ids, where)
+    s = labels01(CALLER, f"{prefix}sensitive", s, ids, where).astype(bool)
     return X, y, s, ids
 
 
@@ -60,8 +60,8 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
     raises ValueError, since no convex ground truth exists.
     """
     X, y, s, ids = _owner_rows(X, y, sensitive, client_ids)
-    warn_if_badly_scaled(OWNER, X)
-    max_disparity = real_arg(OWNER, "max_disparity", max_disparity, positive=True)
+    warn_if_badly_scaled(CALLER, X)
+    max_disparity = real_arg(CALLER, "max_disparity", max_disparity, positive=True)
     labels = np.unique(ids)
     if labels.size == 0:
         raise ValueError("fairness: X has no rows")

@@ -34,14 +34,14 @@ def federated_lasso(n_clients=4, n_samples_per_client=32, dim=20, sparsity=5, no
     Returns the :class:`~constrfl.Problem`; the ground truth is attached as
     ``problem.w_true`` (shape ``(dim,)``), as in every synthetic template.
     """
-    owner = "federated_lasso"
-    M = int_arg(owner, "n_clients", n_clients)
-    N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
-    d = int_arg(owner, "dim", dim)
-    k = int_arg(owner, "sparsity", sparsity, 0, d)
-    noise = real_arg(owner, "noise", noise)
-    lam = real_arg(owner, "lam", lam)
-    seed = int_arg(owner, "seed", seed, 0)
+    caller = "federated_lasso"
+    M = int_arg(caller, "n_clients", n_clients)
+    N = int_arg(caller, "n_samples_per_client", n_samples_per_client)
+    d = int_arg(caller, "dim", dim)
+    k = int_arg(caller, "sparsity", sparsity, 0, d)
+    noise = real_arg(caller, "noise", noise)
+    lam = real_arg(caller, "lam", lam)
+    seed = int_arg(caller, "seed", seed, 0)
     rng = np.random.default_rng(seed)
     w_true = np.zeros(d)
     w_true[rng.choice(d, size=k, replace=False)] = rng.standard_normal(k)

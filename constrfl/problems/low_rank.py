@@ -28,19 +28,19 @@ def low_rank_matrix(n_clients=4, n_samples_per_client=40, shape=(5, 4), rank=2, 
     Returns the Problem with ``problem.w_true = W_true.ravel()`` (reshape with
     ``problem.regularizer.shape``).
     """
-    owner = "low_rank_matrix"
-    M = int_arg(owner, "n_clients", n_clients)
-    N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
+    caller = "low_rank_matrix"
+    M = int_arg(caller, "n_clients", n_clients)
+    N = int_arg(caller, "n_samples_per_client", n_samples_per_client)
     try:
         p, q = shape
-        p, q = int_arg(owner, "shape[0]", p), int_arg(owner, "shape[1]", q)
+        p, q = int_arg(caller, "shape[0]", p), int_arg(caller, "shape[1]", q)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{owner}: shape must be a pair of positive integers (p, q), "
+        raise ValueError(f"{caller}: shape must be a pair of positive integers (p, q), "
                          f"got {shape!r}") from err
-    r = int_arg(owner, "rank", rank, 0, min(p, q))
-    noise = real_arg(owner, "noise", noise)
-    lam = real_arg(owner, "lam", lam)
-    seed = int_arg(owner, "seed", seed, 0)
+    r = int_arg(caller, "rank", rank, 0, min(p, q))
+    noise = real_arg(caller, "noise", noise)
+    lam = real_arg(caller, "lam", lam)
+    seed = int_arg(caller, "seed", seed, 0)
     rng = np.random.default_rng(seed)
     W_true = rng.standard_normal((p, r)) @ rng.standard_normal((r, q)) / np.sqrt(max(r, 1))
     w_true = W_true.ravel()

@@ -9,7 +9,7 @@ from ._args import labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["neyman_pearson"]
 
-OWNER = "neyman_pearson"
+CALLER = "neyman_pearson"
 
 
 def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_data=None,
@@ -31,14 +31,14 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
     neither (no class-0 rows and ``local=False``) is not in the problem.  Some client
     needs class-0 rows.
     """
-    X, y, ids = rows(OWNER, X, y=y, client_ids=client_ids)
-    warn_if_badly_scaled(OWNER, X)
-    r = real_arg(OWNER, "max_class1_loss", max_class1_loss, positive=True)
-    y = labels01(OWNER, "y", y, ids)
+    X, y, ids = rows(CALLER, X, y=y, client_ids=client_ids)
+    warn_if_badly_scaled(CALLER, X)
+    r = real_arg(CALLER, "max_class1_loss", max_class1_loss, positive=True)
+    y = labels01(CALLER, "y", y, ids)
     labels = np.unique(ids)
     n = np.unique(ids[y == 0]).size                     # the clients with an objective term
     if n == 0:
-        raise ValueError(f"{OWNER}: no client holds rows of class 0 (y == 0): the "
+        raise ValueError(f"{CALLER}: no client holds rows of class 0 (y == 0): the "
                          "objective would be empty")
     clients = []
     for i in labels:
@@ -56,11 +56,11 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
         try:
             Xs, ys = server_data
         except (TypeError, ValueError):
-            raise ValueError(f"{OWNER}: server_data must be a pair (X0, y0)") from None
-        Xs, ys = rows(OWNER, Xs, prefix="server_data: ", y=ys)
-        ys = labels01(OWNER, "server_data: y", ys, where="server_data")
+            raise ValueError(f"{CALLER}: server_data must be a pair (X0, y0)") from None
+        Xs, ys = rows(CALLER, Xs, prefix="server_data: ", y=ys)
+        ys = labels01(CALLER, "server_data: y", ys, where="server_data")
         Xs1 = Xs[ys == 1]
         if Xs1.shape[0] == 0:
-            raise ValueError(f"{OWNER}: server_data has no class-1 rows")
+            raise ValueError(f"{CALLER}: server_data has no class-1 rows")
         server = Server(constraints=[fn.LogisticLoss(Xs1, np.ones(Xs1.shape[0])) - r])
     return Problem(clients, server=server, regularizer=regularizer)

@@ -34,15 +34,15 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
     ``n_clients``, ``n_samples_per_client``, ``dim`` and ``seed`` are unused and
     ``problem.w_true`` is None.
     """
-    owner = "norm_ball_logistic"
+    caller = "norm_ball_logistic"
     if not isinstance(ball, str) or ball not in BALLS:
-        raise ValueError(f"{owner}: ball must be one of {sorted(BALLS)}, got {ball!r}")
-    radius = real_arg(owner, "radius", radius, positive=True)
+        raise ValueError(f"{caller}: ball must be one of {sorted(BALLS)}, got {ball!r}")
+    radius = real_arg(caller, "radius", radius, positive=True)
     if data is None:
-        M = int_arg(owner, "n_clients", n_clients)
-        N = int_arg(owner, "n_samples_per_client", n_samples_per_client)
-        d = int_arg(owner, "dim", dim)
-        rng = np.random.default_rng(int_arg(owner, "seed", seed, 0))
+        M = int_arg(caller, "n_clients", n_clients)
+        N = int_arg(caller, "n_samples_per_client", n_samples_per_client)
+        d = int_arg(caller, "dim", dim)
+        rng = np.random.default_rng(int_arg(caller, "seed", seed, 0))
         w_true = rng.standard_normal(d)
         X = rng.standard_normal((M * N, d))
         y = (rng.random(M * N) < 1.0 / (1.0 + np.exp(-X @ w_true))).astype(np.float64)
@@ -51,10 +51,10 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
         try:
             X, y, ids = data
         except (TypeError, ValueError):
-            raise ValueError(f"{owner}: data must be a triple (X, y, client_ids)") from None
-        X, y, ids = rows(owner, X, prefix="data: ", y=y, client_ids=ids)
-        warn_if_badly_scaled(owner, X)
-        y = labels01(owner, "data: y", y, ids)
+            raise ValueError(f"{caller}: data must be a triple (X, y, client_ids)") from None
+        X, y, ids = rows(caller, X, prefix="data: ", y=y, client_ids=ids)
+        warn_if_badly_scaled(caller, X)
+        y = labels01(caller, "data: y", y, ids)
         w_true = None
     labels = np.unique(ids)
     clients = [Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[ids == i], y[ids == i]),

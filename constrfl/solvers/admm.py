@@ -50,7 +50,7 @@ measured (docs/algorithms.md §4):
 * **Early stop.**  By the identity above dist∞(0, ∂ℓ(wᵗ⁺¹, μ⁺, ν⁺)) ≤ ‖Σᵢ eᵢ‖∞ +
   ‖wᵗ⁺¹ − wᵏ‖∞/β for the multipliers of step 3 at wᵗ⁺¹, and κᵢ is block i's exact
   Definition-1 residual there: once both meet (ε₁, ε₂) the subproblem stops, and the
-  outer loop's KKT round (recomputed by the owners) confirms it.
+  outer loop's KKT round (recomputed by the parties) confirms it.
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class ADMMState:
     early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
     U: np.ndarray = None    # (rows, d): the blocks' Jᵢ of their penalties ρᵢI + JᵢᵀJᵢ,
-    owner: np.ndarray = None  # stacked; (rows,): the block of each row
+    owner: np.ndarray = None  # stacked; (rows,): the block of each row (a saved field)
 
     @property
     def converged(self):

@@ -1,6 +1,6 @@
-"""The owners' pieces of the proximal AL subproblem (9), split as in (12)–(14).
+"""The parties' pieces of the proximal AL subproblem (9), split as in (12)–(14).
 
-For owner i with multipliers (μᵢ, νᵢ) and penalty β,
+For party i with multipliers (μᵢ, νᵢ) and penalty β,
 
     ALᵢ(w) = fᵢ(w) + 1/(2β) (‖[μᵢ + β cᵢ(w)]₊‖² + ‖νᵢ + β hᵢ(w)‖²)
 

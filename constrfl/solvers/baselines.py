@@ -32,7 +32,7 @@ model wᵣ, and enter the average as K client steps linearized there:
 Δ ← Δ − η_c·K·∇F₀(wᵣ)/n (no communication).  FedCAda, whose clients step in their Adam
 metric, has no such counterpart and rejects problems with server functions.
 
-**Constraints** are not handled natively.  With ``penalty="quadratic"`` every owner adds
+**Constraints** are not handled natively.  With ``penalty="quadratic"`` every party adds
 the quadratic penalty of its own constraints, with weight γ = ``penalty_weight``:
 
     Fᵢ = fᵢ + γ/2 (‖[cᵢ]₊‖² + ‖hᵢ‖²)  (clients),    F₀ = f₀ + γ/2 (‖[c₀]₊‖² + ‖h₀‖²)
@@ -88,7 +88,7 @@ uninterrupted run.
 **History**: one dict per round (``round``, ``clients``, ``client_lr``, ``objective`` of (5),
 ``stationarity``, ``feasibility``, ``complementarity``, ``definition1``, ``rounds``,
 ``bytes_up``, ``bytes_down``).  The objective and residuals come from an observer's
-``kkt.report`` message to every owner after the round: not part of the method, not
+``kkt.report`` message to every party after the round: not part of the method, not
 counted in the traffic, never used to steer it (``observe=False`` skips it but for the
 final model).
 """
@@ -216,7 +216,7 @@ def _local_steps(problem, cfg):
 def _penalty_weight(problem, cfg):
     """γ of the quadratic penalty (0 without one); constraints need a penalty."""
     if cfg["penalty"] is None:
-        constrained = problem.constrained_owners() or []
+        constrained = problem.constrained_parties() or []
         if constrained:
             raise ValueError("the federated baselines cannot handle constraints natively "
                              f"(held by {', '.join(map(repr, constrained))}); pass "

@@ -5,7 +5,7 @@ certificate), unboundedness, or iterates that run off (no minimizer).
 
 A stalled violation has two causes: an empty feasible set, or a penalty β too small for
 the multiplier steps to push the iterates to it.  To tell them apart the server solves
-the violation-minimization problem, federatedly (each owner evaluates its own term,
+the violation-minimization problem, federatedly (each party evaluates its own term,
 message ``feas.eval``),
 
     V* = inf { V(w) = Σᵢ ‖[cᵢ(w)]₊‖² + ‖hᵢ(w)‖²  :  w ∈ dom P },
@@ -24,7 +24,7 @@ needs a **lower bound** L ≤ V*, from convexity alone (:func:`certified_bound`)
   holds it back); the history records the evidence, and a solve that ends at
   ``max_outer`` still infeasible repeats it in its message.
 
-The bound is exact for the values and gradients the owners report (the server's own
+The bound is exact for the values and gradients the parties report (the server's own
 sums carry allowances for their rounding).  Where V is flat along a direction (its
 Hessian singular there, e.g. collinear features), no finite set of gradients proves a
 bound unless they vanish exactly along it: such a problem is not called infeasible.

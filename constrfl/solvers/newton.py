@@ -25,7 +25,7 @@ no traffic, one trial per round.
 
 Newton-CG (``inner="newton-cg"``, a smooth P): no Hessians travel; the Newton direction
 is found by conjugate gradients, one round per Hessian-vector product (d floats up per
-owner), truncated by a forcing term (:meth:`Newton._cg`).  For large d.
+party), truncated by a forcing term (:meth:`Newton._cg`).  For large d.
 
 Newton in the row bases (``inner="newton-basis"``, a smooth P): a party of row losses
 sends its Hessian as the r×r core of (B1) (:mod:`constrfl.rowspace`), r its number of
@@ -134,7 +134,7 @@ class Newton:
 
     def _take(self, s, replies, x, beta, f=None, hessian=True):
         """Move to x with the replies' value, gradient and (if they carry one) Hessian
-        there; without Hessians from every owner, the BFGS model."""
+        there; without Hessians from every party, the BFGS model."""
         named = replies
         replies = list(replies.values())
         g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
@@ -150,7 +150,7 @@ class Newton:
         elif all("hess" in r for r in replies):
             H = unpack_upper(sum(r["hess"] for r in replies), x.size)
             H.flat[::x.size + 1] += 1.0 / beta + self.ridge
-        elif hessian or s.quasi:                # asked for, but some owner has none
+        elif hessian or s.quasi:                # asked for, but some party has none
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
@@ -245,7 +245,7 @@ class Newton:
 
     def _cg(self, fed, s, beta):
         """Conjugate gradients on (∇²ψ) d = −g, one round per Hessian-vector product
-        (each owner's ∇²ALᵢ(x)v; the server adds (1/β + λ)v), stopped at a residual
+        (each party's ∇²ALᵢ(x)v; the server adds (1/β + λ)v), stopped at a residual
         ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton, Nocedal & Wright §7.1)
         or ``max_cg`` products.  Its state lives in ``s.cg`` between rounds."""
         g = s.g

@@ -1,7 +1,7 @@
 """Algorithm 1 (federated proximal AL) and Algorithm 3 (cProx-AL): one outer loop.
 
 Outer step k (docs/algorithms.md §3): find w^{k+1} with dist∞(0, ∂Ψ_k(w^{k+1})) ≤ τ_k
-(10) with the inner solver, then one round in which every owner takes the multiplier
+(10) with the inner solver, then one round in which every party takes the multiplier
 step 3 on its own multipliers and reports its share of the KKT residuals of §2 at
 (w^{k+1}, μ^{k+1}, ν^{k+1}); that round also starts the next subproblem (its first
 message rides on it).  Stop when the residuals meet (ε₁, ε₂) — by Theorem 3 the paper's
@@ -38,7 +38,7 @@ class OuterState:
     k: int                     # outer iterations completed
     w: np.ndarray              # wᵏ
     beta: float
-    multipliers: dict          # {owner: Multipliers}: the last ones each owner reported
+    multipliers: dict          # {party: Multipliers}: the last ones each party reported
     history: list = field(default_factory=list)
     inner_iterations: int = 0  # over all subproblems
     inner: object = None       # the running subproblem's state (None: not started)
@@ -76,7 +76,7 @@ def _start(fed, inner, k, w, beta, tau, update, previous=None, extra=None):
 
 
 def _kkt_round(problem, w, replies, previous):
-    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`), the owners'
+    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`), the parties'
     multipliers and
     the largest multiplier change (for rule (11))."""
     mults = {name: Multipliers(r["mu"], r["nu"]) for name, r in replies.items()}
