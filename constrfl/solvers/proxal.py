@@ -25,6 +25,7 @@ from ..messages import MessageType as M
 from ..progress import log
 from ..kkt import measured_at
 from ..records import KKT, Multipliers, saved_as
+from .inner import InnerSolver
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall"]
@@ -88,8 +89,9 @@ def _kkt_round(problem, w, replies, previous):
     return kkt, mults, step, objective
 
 
-def proximal_al(problem, fed, inner, s, eps, settings, *, report, callback):
-    """Run outer iterations from the state ``s`` (updated in place, round by round), with
+def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, callback):
+    """Run outer iterations from the state ``s`` (updated in place, round by round) with
+    the ``inner`` solver (:class:`~.inner.InnerSolver`: all this calls of it), and
     the outer loop's ``settings`` (``max_outer``, ``s_bar``, ``tau_decay``, ``tau_rel``
     and ``beta_max`` of a :class:`~constrfl.settings.NewtonSettings` or
     :class:`~constrfl.settings.ADMMSettings`).

@@ -1,0 +1,44 @@
+"""What the outer loop (:func:`.proxal.proximal_al`) may call of an inner solver, the
+solver of subproblem (9) to (10) (docs/algorithms.md §3): :class:`InnerSolver`, a
+contract in optax's style, (init, update) over an explicit state.  Its implementations are
+Algorithm 2 (:class:`.admm.ADMM`) and the proximal Newton method (:class:`.newton.Newton`)."""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["InnerSolver", "InnerState"]
+
+
+@runtime_checkable
+class InnerState(Protocol):
+    """A subproblem's state (plain data, saved with results): what the outer loop reads
+    (and sets: ``tau``, the next subproblem's τ)."""
+
+    tau: float           # τ_k of (10)
+    iterations: int      # inner iterations of this subproblem so far
+    certificate: float   # an upper bound on dist∞(0, ∂Ψ_k(w)) at the returned point
+
+
+@runtime_checkable
+class InnerSolver(Protocol):
+    """An inner solver; the outer loop sends its first message of subproblem k riding on
+    the multiplier round (``start_type``, ``start_message``), then hands it the replies
+    (``begin``) and runs it (``run``)."""
+
+    start_type: str
+
+    def start_message(self, k: int, beta: float, previous: InnerState | None = None
+                      ) -> tuple[dict, dict]:
+        """``(payload, per_client)`` of subproblem k's first message (``previous``: the
+        last subproblem's state, for a warm start)."""
+
+    def begin(self, replies: dict, wk: np.ndarray, tau: float, beta: float,
+              previous: InnerState | None = None) -> InnerState:
+        """Subproblem k's first state, centred at wᵏ, from the first message's replies."""
+
+    def run(self, fed, s: InnerState, beta: float) -> tuple[np.ndarray, bool]:
+        """Rounds until (10) holds (``converged``) or the solver's own limit; ``s`` is
+        updated after every completed round (so a solve stopped anywhere resumes).
+        Returns ``(w, converged)``."""
