@@ -10,7 +10,7 @@ from .control import SolveControl, checked_callback, positive
 from .execution import bookkeeping, run
 from .federation import InProcessFederation
 from .problem import Problem
-from .progress import status_text
+from .progress import IterationTable, status_text
 from .result import KKT, SolveResult
 from .scaling import ScaledView, federated_scaling
 from .settings import (AUTO_NEWTON_MAX_DIM, BASELINES, METHODS, NewtonSettings,
@@ -190,26 +190,14 @@ def _result(problem, method, s, outcome, fed, settings, eps):
                        **bookkeeping(problem, method, settings, eps, fed, s, outcome))
 
 
-class _Table:
-    """The ``verbose=True`` iteration table (one row per outer iteration), OSQP-like:
-    a header, the rows and a footer with the status."""
+class _Table(IterationTable):
+    """One row per outer iteration."""
 
-    COLS = ("iter", "tau", "inner", "rounds", "step", "stationarity", "feasibility",
-            "complement", "objective")
+    columns = (("iter", 5), ("tau", 9), ("inner", 6), ("rounds", 7), ("step", 9),
+               ("stationarity", 12), ("feasibility", 11), ("complement", 10),
+               ("objective", 15))
 
-    def __init__(self, verbose, method, problem):
-        self.on = verbose
-        if self.on:
-            print(f"constrfl {method}: {problem.n_clients} clients, dim {problem.dim}, "
-                  f"regularizer {problem.regularizer!r}")
-            print("{:>5} {:>9} {:>6} {:>7} {:>9} {:>12} {:>11} {:>10} {:>15}".format(*self.COLS))
-
-    def __call__(self, r):
-        if self.on:
-            print(f"{r['k']:5d} {r['tau']:9.2e} {r['inner_iterations']:6d} {r['rounds']:7d} "
-                  f"{r['step']:9.2e} {r['stationarity']:12.3e} {r['feasibility']:11.3e} "
-                  f"{r['complementarity']:10.2e} {r['objective']:15.8e}")
-
-    def close(self, res):
-        if self.on:
-            print(f"status: {res.status} ({res.message}); time {res.time:.3f}s")
+    def format(self, r):
+        return (f"{r['k']:5d} {r['tau']:9.2e} {r['inner_iterations']:6d} {r['rounds']:7d} "
+                f"{r['step']:9.2e} {r['stationarity']:12.3e} {r['feasibility']:11.3e} "
+                f"{r['complementarity']:10.2e} {r['objective']:15.8e}")

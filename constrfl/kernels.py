@@ -213,18 +213,37 @@ def logistic_value(X, y, s, w):
     return val / np.sum(s)
 
 
+@numba.njit(cache=True, inline="always")
+def _weighted_point(z, y, s, logistic):
+    """``(s·ℓ(z; y), ℓ'(z; y))`` of one row: ℓ the logistic loss, else ½(z − y)²."""
+    if logistic:
+        loss, r, _ = _logistic_point(z, y)
+        return s * loss, r
+    r = z - y
+    return 0.5 * s * r * r, r
+
+
 @numba.njit(cache=True)
-def logistic_value_grad(X, y, s, w):
+def row_value_grad(X, y, s, w, logistic):
+    """(1/S) Σⱼ sⱼ ℓ(xⱼᵀw; yⱼ) and its gradient, S = Σⱼ sⱼ (:func:`_weighted_point`)."""
     n, d = _shape(X)
     val = 0.0
     g = np.zeros(d)
     for j in range(n):
         x = _row(X, j)
-        loss, r, _ = _logistic_point(_dot(x, w), y[j])
-        val += s[j] * loss
+        v, r = _weighted_point(_dot(x, w), y[j], s[j], logistic)
+        val += v
         _axpy(s[j] * r, x, g)
     S = np.sum(s)
     return val / S, g / S
+
+
+def logistic_value_grad(X, y, s, w):
+    return row_value_grad(X, y, s, w, True)
+
+
+def lsq_value_grad(X, y, s, w):
+    return row_value_grad(X, y, s, w, False)
 
 
 @numba.njit(cache=True)
@@ -244,28 +263,23 @@ def logistic_value_grad_hess(X, y, s, w):
 
 
 @numba.njit(cache=True)
-def logistic_grad_rows(X, y, s, w, idx):
+def row_grad_rows(X, y, s, w, idx, logistic):
+    """The gradient of :func:`row_value_grad` over the rows ``idx`` alone."""
     g = np.zeros(_shape(X)[1])
     S = 0.0
     for j in idx:
         x = _row(X, j)
-        _axpy(s[j] * _logistic_point(_dot(x, w), y[j])[1], x, g)
+        _axpy(s[j] * _weighted_point(_dot(x, w), y[j], s[j], logistic)[1], x, g)
         S += s[j]
     return g / S
 
 
-@numba.njit(cache=True)
-def lsq_value_grad(X, y, s, w):
-    n, d = _shape(X)
-    val = 0.0
-    g = np.zeros(d)
-    for j in range(n):
-        x = _row(X, j)
-        r = _dot(x, w) - y[j]
-        val += 0.5 * s[j] * r * r
-        _axpy(s[j] * r, x, g)
-    S = np.sum(s)
-    return val / S, g / S
+def logistic_grad_rows(X, y, s, w, idx):
+    return row_grad_rows(X, y, s, w, idx, True)
+
+
+def lsq_grad_rows(X, y, s, w, idx):
+    return row_grad_rows(X, y, s, w, idx, False)
 
 
 @numba.njit(cache=True)
@@ -275,17 +289,6 @@ def lsq_hess(X, s):
     for j in range(n):
         _add_outer_upper(s[j], _row(X, j), H)
     return _finish_sym(H, np.sum(s))
-
-
-@numba.njit(cache=True)
-def lsq_grad_rows(X, y, s, w, idx):
-    g = np.zeros(_shape(X)[1])
-    S = 0.0
-    for j in idx:
-        x = _row(X, j)
-        _axpy(s[j] * (_dot(x, w) - y[j]), x, g)
-        S += s[j]
-    return g / S
 
 
 @numba.njit(cache=True)

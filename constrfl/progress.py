@@ -8,6 +8,8 @@
   iterations, the last residuals, seconds), redrawn a few times a second by a
   background thread that only reads the solve's counters — when stderr is a terminal,
   and only once the solve has run ``after`` seconds; erased when the solve ends.
+* :class:`IterationTable`: ``verbose=True``'s table on stdout, OSQP-like: a header, a
+  row per iteration (per round for the baselines), a footer with the status.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import sys
 import threading
 import time
 
-__all__ = ["log", "progress_line", "status_text"]
+__all__ = ["log", "progress_line", "status_text", "IterationTable"]
 
 log = logging.getLogger("constrfl")
 log.addHandler(logging.NullHandler())
@@ -68,3 +70,31 @@ def status_text(start, rounds, outer, last, unit="outer"):
                   f"feasibility {last['feasibility']:.1e}"]
     parts.append(f"{time.perf_counter() - start:.1f} s")
     return " · ".join(parts)
+
+
+class IterationTable:
+    """``verbose=True``: a header naming the solve and ``columns`` (``(name, width)``),
+    a row for each record that :meth:`shows` (``format`` makes it), and the status."""
+
+    columns = ()
+
+    def __init__(self, verbose, method, problem):
+        self.on = verbose
+        if self.on:
+            print(f"constrfl {method}: {problem.n_clients} clients, dim {problem.dim}, "
+                  f"regularizer {problem.regularizer!r}")
+            print(" ".join(f"{name:>{width}}" for name, width in self.columns))
+
+    def shows(self, record):
+        return True
+
+    def format(self, record):
+        raise NotImplementedError
+
+    def __call__(self, record):
+        if self.on and self.shows(record):
+            print(self.format(record))
+
+    def close(self, res):
+        if self.on:
+            print(f"status: {res.status} ({res.message}); time {res.time:.3f}s")

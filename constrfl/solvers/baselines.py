@@ -105,7 +105,7 @@ from ..execution import bookkeeping, run
 from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..messages import MessageType as M
 from ..kkt import measured_at
-from ..progress import status_text
+from ..progress import IterationTable, status_text
 from ..records import KKT, Multipliers, saved_as
 from ..result import SolveResult
 from ..settings import ADAPTIVE
@@ -479,24 +479,20 @@ def _observe(problem, fed, w, weight):
                 multipliers=mults)
 
 
-class _Report:
-    """``verbose=True``: a header, about 20 evenly spaced rounds and the status."""
+class _Report(IterationTable):
+    """About 20 evenly spaced rounds, the first and the last."""
+
+    columns = (("round", 6), ("clients", 8), ("client_lr", 10), ("stationarity", 12),
+               ("feasibility", 11), ("objective", 15))
 
     def __init__(self, verbose, method, problem, rounds):
-        self.on, self.every = verbose, max(1, rounds // 20)
-        self.last = rounds
-        if self.on:
-            print(f"constrfl {method}: {problem.n_clients} clients, dim {problem.dim}, "
-                  f"regularizer {problem.regularizer!r}")
-            print("{:>6} {:>8} {:>10} {:>12} {:>11} {:>15}".format(
-                "round", "clients", "client_lr", "stationarity", "feasibility", "objective"))
+        self.every, self.last = max(1, rounds // 20), rounds
+        super().__init__(verbose, method, problem)
 
-    def __call__(self, r):
-        if self.on and (r["round"] % self.every == 0 or r["round"] in (1, self.last)):
-            print(f"{r['round']:6d} {r['clients']:8d} {r['client_lr']:10.3e} "
-                  f"{r.get('stationarity', np.nan):12.3e} {r.get('feasibility', np.nan):11.3e} "
-                  f"{r.get('objective', np.nan):15.8e}")
+    def shows(self, r):
+        return r["round"] % self.every == 0 or r["round"] in (1, self.last)
 
-    def close(self, res):
-        if self.on:
-            print(f"status: {res.status} ({res.message}); time {res.time:.3f}s")
+    def format(self, r):
+        return (f"{r['round']:6d} {r['clients']:8d} {r['client_lr']:10.3e} "
+                f"{r.get('stationarity', np.nan):12.3e} {r.get('feasibility', np.nan):11.3e} "
+                f"{r.get('objective', np.nan):15.8e}")
