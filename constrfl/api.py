@@ -75,7 +75,8 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``"admm"``: Algorithm 2 of the paper; each round a client uploads two d-vectors
         and two scalars; hundreds of rounds.
         ``"auto"``: ``"newton"`` for d ≤ 500, else ``"newton-cg"`` with a smooth P, else
-        ``"admm"`` (:func:`~constrfl.settings.choose_inner`; the README's benchmark says why).
+        ``"newton"`` up to d = 1,000, else ``"admm"``
+        (:func:`~constrfl.settings.choose_inner`; the README's benchmark says why).
     The other options, their meanings and defaults are the fields of the settings records
     of :mod:`constrfl.settings`: :class:`~constrfl.settings.NewtonSettings` (``inner=
     "newton"``, ``"newton-cg"``; ``cproxal``), :class:`~constrfl.settings.ADMMSettings`

@@ -33,7 +33,8 @@ from .result import SolveResult
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",
            "settings_for", "resume_settings", "tolerances", "DEFAULT_TOL", "to_saved", "from_saved",
-           "choose_inner", "METHODS", "BASELINES", "INNER", "AUTO_NEWTON_MAX_DIM"]
+           "choose_inner", "METHODS", "BASELINES", "INNER", "AUTO_NEWTON_MAX_DIM",
+           "AUTO_NEWTON_NONSMOOTH_MAX_DIM"]
 
 METHODS = ("fedproxal", "cproxal")
 BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
@@ -42,6 +43,9 @@ INNER = ("auto", "admm", "newton", "newton-cg", "newton-basis")
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
 #: d(d+1)/2 floats a client and round, stays below 1 MB)
 AUTO_NEWTON_MAX_DIM = 500
+#: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
+#: one (4 MB a client and round, where the ADMM takes ten to a hundred times the rounds)
+AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
 
 
 class _Record:
@@ -379,16 +383,20 @@ def _interval(name, value, low, high, closed_low=True, closed_high=True):
 # -- the settings of a solve ------------------------------------------------------------------
 
 def choose_inner(dim, regularizer):
-    """What ``inner="auto"`` runs (measured in validation/bench.py): ``"newton"`` up to
-    d = ``AUTO_NEWTON_MAX_DIM`` (tens of rounds where the ADMM needs hundreds), then
-    ``"newton-cg"`` when P is smooth (none or a ridge, weighted or an estimator's:
-    :meth:`~constrfl.prox.Regularizer.ridge_weights`; O(d) floats a round), else
-    ``"admm"``.  ``"newton-basis"`` (fewer rounds, more server algebra: d²·R flops a
-    step for parties of R rows in all) is not chosen for the user: the server cannot
-    see the parties' rows or sparsity."""
+    """What ``inner="auto"`` runs (measured in validation/bench.py and
+    validation/qp_benchmark.py): ``"newton"`` up to d = ``AUTO_NEWTON_MAX_DIM`` (tens of
+    rounds where the ADMM needs hundreds), then ``"newton-cg"`` when P is smooth (none
+    or a ridge, weighted or an estimator's: :meth:`~constrfl.prox.Regularizer.ridge_weights`;
+    O(d) floats a round); with any other P ``"newton"`` up to d =
+    ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n = 649–1,000, 5 clients: 12–571
+    rounds where the ADMM ran out of 60 s), else ``"admm"``.  ``"newton-basis"`` (fewer
+    rounds, more server algebra: d²·R flops a step for parties of R rows in all) is not
+    chosen for the user: the server cannot see the parties' rows or sparsity."""
     if dim <= AUTO_NEWTON_MAX_DIM:
         return "newton"
-    return "newton-cg" if regularizer.ridge_weights(dim) is not None else "admm"
+    if regularizer.ridge_weights(dim) is not None:
+        return "newton-cg"
+    return "newton" if dim <= AUTO_NEWTON_NONSMOOTH_MAX_DIM else "admm"
 
 
 def settings_for(method, options, problem):

@@ -139,9 +139,11 @@ def test_auto_chooses_by_dimension_and_regularizer():
     assert choose_inner(501, cf.prox.SquaredL2(0.1)) == "newton-cg"
     assert choose_inner(501, cf.prox.Zero()) == "newton-cg"
     assert choose_inner(501, cf.prox.SquaredL2(np.full(501, 0.1))) == "newton-cg"
-    assert choose_inner(501, cf.prox.L1(0.1)) == "admm"
+    assert choose_inner(501, cf.prox.L1(0.1)) == "newton"                 # not smooth
+    assert choose_inner(1000, cf.prox.Box(-1.0, 1.0)) == "newton"
+    assert choose_inner(1001, cf.prox.L1(0.1)) == "admm"
+    assert choose_inner(1001, cf.prox.Box(-1.0, 1.0)) == "admm"
     assert choose_inner(501, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"     # a ridge
-    assert choose_inner(501, cf.prox.Box(-1.0, 1.0)) == "admm"
     res = cf.solve(np_problem(2, 0.4, rows=200))
     assert res.settings["inner"] == "newton" and res.settings["beta"] == 100.0
     assert cf.solve(np_problem(2, 0.4, rows=200), inner="admm",
