@@ -33,9 +33,10 @@ def _ill_conditioned(top, seed=0, d=20):
 
 
 def test_a_tolerance_below_the_rounding_level_ends_optimal_inaccurate():
-    # ∇f rounds at ~1e-5 here (‖A‖ 1e8, ‖w‖ 1e3): tol = 1e-6 is out of reach; before the
-    # stall tests this ran all 200 outer iterations and ended max_iterations
-    problem = _ill_conditioned(1e8)
+    # ‖A‖ = 1e10, ‖w*‖∞ ≈ 71: ∇f at w* rounded to doubles is ~1e-5 (w* refined in long
+    # double), so tol = 1e-6 is out of reach (at ‖A‖ = 1e8 it is 3e-7: reachable, and
+    # reached); before the stall tests this ran all 200 outer iterations, max_iterations
+    problem = _ill_conditioned(1e10)
     res = cf.solve(problem, tol=1e-6)
     assert res.status == st.OPTIMAL_INACCURATE
     assert res.outer_iterations < 200
