@@ -22,12 +22,13 @@ from .solvers.proxal import OuterState, proximal_al
 
 #: ``METHODS``, ``BASELINES``, ``settings_for``, ``choose_inner`` and
 #: ``AUTO_NEWTON_MAX_DIM`` live in :mod:`constrfl.settings`
-__all__ = ["solve", "solve_over", "execute", "METHODS", "BASELINES", "settings_for",
+__all__ = ["solve", "execute", "METHODS", "BASELINES", "settings_for",
            "choose_inner", "AUTO_NEWTON_MAX_DIM"]
 
 
 def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=False,
-          progress=None, callback=None, max_time=None, resume=None, **options):
+          progress=None, callback=None, max_time=None, resume=None, federation=None,
+          **options):
     """Solve problem (5); returns a :class:`~constrfl.result.SolveResult`, also when the
     solve is cut short (a status says how; the result keeps everything computed so far).
 
@@ -62,6 +63,13 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``"client_failure"``), e.g. from :func:`constrfl.load_result`: continue it with
         its method and settings (``max_outer``, or the baselines' ``rounds``, may be
         raised); in-process the continuation is bit-identical to an uninterrupted solve.
+    federation : None (this process) or ``federation(method, snapshots, control)``, the
+        :class:`~constrfl.federation.Federation` the solve runs over (``snapshots``: the
+        parties' states of a resumed solve, else None; ``control``: the solve's
+        :class:`~constrfl.control.SolveControl`); then ``problem`` is what the server
+        knows, a :class:`~constrfl.problem.ServerView` (:func:`constrfl.flower.run_server`
+        passes Flower's).  The other keywords, and their defaults, are the same for every
+        backend: they are spelled here only.
 
     Options
     -------
@@ -87,26 +95,14 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     failed.  Statuses: :mod:`constrfl.status`.
     """
     start = time.perf_counter()
-    if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a constrfl.Problem, got {type(problem).__name__}")
+    if federation is None:
+        if not isinstance(problem, Problem):
+            raise TypeError(f"problem must be a constrfl.Problem, got "
+                            f"{type(problem).__name__}")
 
-    def in_process(method, snapshots, control):
-        return InProcessFederation(problem, snapshots, counted=method != "cproxal",
-                                   control=control)
-
-    return solve_over(in_process, problem, method, tol, w0=w0, seed=seed, verbose=verbose,
-                      progress=progress, callback=callback, max_time=max_time,
-                      resume=resume, start=start, **options)
-
-
-def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, seed=0,
-               verbose=False, progress=None, callback=None, max_time=None, resume=None,
-               start=None, **options):
-    """:func:`solve` over the federation that ``federation(method, snapshots, control)``
-    builds (``snapshots``: the parties' states of a resumed solve, else None;
-    ``control``: the solve's :class:`~constrfl.control.SolveControl`); ``start`` is when
-    the call began (``max_time`` and the result's ``time`` count from it)."""
-    start = time.perf_counter() if start is None else start
+        def federation(method, snapshots, control):
+            return InProcessFederation(problem, snapshots, counted=method != "cproxal",
+                                       control=control)
     if resume is not None:
         method, settings, eps = resume_settings(problem, resume, method, options, tol)
         w0 = None                          # the iterate is in the resumed solver state
@@ -122,12 +118,12 @@ def solve_over(federation, problem, method="fedproxal", tol=None, *, w0=None, se
                callback=callback, start=start)
 
 
-def execute(problem, method, eps, settings, fed, *, w0=None, seed=0, resume=None,
-            verbose=False, progress=None, callback=None, start=None):
+def execute(problem, method, eps, settings, fed, *, w0, seed, resume, verbose, progress,
+            callback, start):
     """Run a proximal AL method over the federation ``fed`` and return its result
     (``problem`` needs ``dim``, ``regularizer``, ``start_point`` and ``parties``; the
-    backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this)."""
-    start = time.perf_counter() if start is None else start
+    backends of :mod:`constrfl.federation` and :mod:`constrfl.flower` share this; the
+    keywords are :func:`solve`'s, ``start`` when it began)."""
     report = _Table(verbose, method, problem)
 
     def fresh():

@@ -33,7 +33,6 @@ def run(fed, resume, fresh, loop, describe, progress, start):
     (:func:`constrfl.control.restore` also sets ``fed``'s counters); ``loop(state) ->
     (status, message)`` runs the method; ``describe(state)`` is the progress line's text;
     ``start`` is when the solve began (``fed.control`` holds its deadline)."""
-    start = time.perf_counter() if start is None else start
     if resume is not None:
         s, previous = restore(fed, resume), resume.time
     else:

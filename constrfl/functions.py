@@ -1,4 +1,4 @@
-"""Smooth building blocks for objectives fᵢ and constraints cᵢ, hᵢ (ALGORITHMS.md §1).
+"""Smooth building blocks for objectives fᵢ and constraints cᵢ, hᵢ (docs/algorithms.md §1).
 
 A :class:`Function` maps ``w ∈ Rᵈ`` to a scalar (``size is None``) or to ``Rᵐ``
 (``size == m``, used for vector-valued constraints).  Each one knows

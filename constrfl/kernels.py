@@ -48,7 +48,6 @@ constant of another file it uses does: so what the kernels use is defined here (
 Newton methods' acceptance test :func:`step_accepted` and :data:`ARMIJO`, which the
 Python solvers import through :mod:`constrfl.solvers.block`).
 """
-import functools
 import math
 from typing import NamedTuple
 
@@ -669,14 +668,7 @@ def definition1(c, h, mu, atol):
 def pack_upper(H):
     """The upper triangle of H, row by row (NumPy's boolean indexing takes the entries in
     that order, as fast as a compiled loop and with nothing to compile)."""
-    return H[_upper_mask(H.shape[0])]
-
-
-@functools.lru_cache(maxsize=8)
-def _upper_mask(d):
-    mask = np.triu(np.ones((d, d), dtype=bool))
-    mask.flags.writeable = False
-    return mask
+    return H[np.tri(H.shape[0], dtype=bool).T]
 
 
 @numba.njit(cache=True)

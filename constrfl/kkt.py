@@ -1,4 +1,4 @@
-"""KKT residuals of ALGORITHMS.md §2 (optimality conditions (8), Definition 1).
+"""KKT residuals of docs/algorithms.md §2 (optimality conditions (8), Definition 1).
 
 Each party evaluates its own part (its share of the Lagrangian gradient and its
 constraint values); only those are combined, so this runs on federated data as well.

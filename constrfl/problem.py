@@ -6,7 +6,7 @@ stacked in list order into one vector: a scalar function gives one row, a vector
 one gives ``size`` rows; the multipliers of that party follow the same order.
 
 The solvers reach a party's data only through the evaluation methods below, called on
-that party's behalf (ALGORITHMS.md §1: only party i evaluates fᵢ, cᵢ, hᵢ).
+that party's behalf (docs/algorithms.md §1: only party i evaluates fᵢ, cᵢ, hᵢ).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prox-friendly regularizers P (ALGORITHMS.md §1–2).
+"""Prox-friendly regularizers P (docs/algorithms.md §1–2).
 
 Each :class:`Regularizer` gives
 
@@ -668,7 +668,7 @@ class Nuclear(Regularizer):
 
     prox: soft thresholding of the singular values, ``U·max(s − t·lam, 0)·Vᵀ``.
 
-    ``dist`` is **not** the exact ``dist∞(0, g + ∂P(w))`` of ALGORITHMS.md §2: the
+    ``dist`` is **not** the exact ``dist∞(0, g + ∂P(w))`` of docs/algorithms.md §2: the
     subdifferential ``{lam(UVᵀ + M) : UᵀM = 0, MV = 0, ‖M‖₂ ≤ 1}`` has no cheap exact
     ∞-norm distance, so it is the §2 fallback, the prox-gradient residual
     ``‖w − prox_P(w − g)‖∞`` (zero exactly at stationary points, continuous in ``w``,

@@ -18,8 +18,6 @@ the party's Hessian, what ``inner="newton"`` discloses every round.
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import kernels
@@ -29,19 +27,12 @@ __all__ = ["BASIS_COLUMNS", "row_basis", "basis_core"]
 #: basis columns a party sends a round: with its gradient, ≤ 50·d floats up a round
 BASIS_COLUMNS = 48
 
-_BASES = weakref.WeakKeyDictionary()        # party -> (B, Z) or None, built on demand
-
 
 def row_basis(party):
     """``(B, Z)`` of (B1) for the party, or None when it has no such basis worth
     sending: functions other than row losses, equality constraints, or rank r > d/2
-    (then its dense Hessian costs little more)."""
-    if party not in _BASES:
-        _BASES[party] = _basis(party)
-    return _BASES[party]
-
-
-def _basis(party):
+    (then its dense Hessian costs little more).  An SVD of the party's rows: the party
+    side keeps it on its :class:`~constrfl.parties.PartyContext` for the solve."""
     rows = party.stacked
     if rows is None or party.n_eq:
         return None
@@ -54,10 +45,9 @@ def _basis(party):
     return B, np.ascontiguousarray(U[:, keep] * S[keep])
 
 
-def basis_core(party, w, beta, mu, objective=True):
-    """Cᵢ(w) of (B1): the stacked kernel on the rows Z at u = Bᵀw (None without a
-    basis, or when a value is not finite)."""
-    basis = row_basis(party)
+def basis_core(party, basis, w, beta, mu, objective=True):
+    """Cᵢ(w) of (B1): the stacked kernel on the rows Z at u = Bᵀw, ``basis`` the party's
+    :func:`row_basis` (None without a basis, or when a value is not finite)."""
     if basis is None:
         return None
     B, Z = basis

@@ -477,7 +477,7 @@ def resume_settings(problem, res, method, options, tol=None):
     saved = res.state["problem"]
     if saved["dim"] != problem.dim or list(saved["owners"]) != problem.party_names:
         raise ValueError(f"resume: the result belongs to another problem (dimension "
-                         f"{saved['dim']}, owners {list(saved['owners'])}; this one: "
+                         f"{saved['dim']}, parties {list(saved['owners'])}; this one: "
                          f"{problem.dim}, {problem.party_names})")
     saved_method, settings = from_saved(res.settings)
     if method not in ("fedproxal", saved_method):     # "fedproxal" is solve()'s default

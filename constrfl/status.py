@@ -1,21 +1,10 @@
 """Solve statuses: the constants and their groups (each solve's ``message`` says which
 residual or party it concerns).
 
-A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exits):
-
-| status | when | the result holds |
-|---|---|---|
-| ``optimal`` | KKT residuals recomputed at ``w`` meet ``tol`` (with ``eps_rel``: relative to their scales) | the point, multipliers |
-| ``optimal_inaccurate`` | an outer iteration changed nothing, residuals within ``INACCURATE_FACTOR`` × ``tol`` | the point, multipliers |
-| ``max_iterations`` | ``max_outer`` (or a baseline's ``rounds``) reached | last iterate; resumable |
-| ``time_limit`` | ``max_time`` seconds passed (checked every round) | last iterate; resumable |
-| ``interrupted`` | Ctrl-C (KeyboardInterrupt) | last iterate; resumable |
-| ``stopped`` | the callback returned True, raised StopIteration, or raised (kept as ``error``) before the residuals met ``tol`` | last iterate; resumable |
-| ``client_error`` | a party's function raised, or returned a wrong shape | last good iterate; ``error``; resumable |
-| ``client_failure`` | a client did not answer within ``client_timeout`` | last good iterate; resumable |
-| ``numerical_error`` | a non-finite value (a party's function or an iterate); a baseline's model beyond max(1, ‖w⁰‖∞)/ε (diverged); or an outer iteration that changed nothing, residuals beyond ``INACCURATE_FACTOR`` × ``tol`` | last finite iterate (a baseline: the last within range) |
-| ``infeasible`` | a lower bound on the least violation, proven from convexity, is positive | the iterate where it was found |
-| ``unbounded`` | the iterates run off while the residuals stall | last iterate |
+A status is a claim about the returned point (cvxpy's groups, OSQP's enum of exits).
+What each claims, when it is given and what the result holds: the one table, README.md
+"Statuses" (tests/test_docs.py checks that it lists :data:`STATUSES` in order and marks
+exactly :data:`RESUMABLE` resumable).
 """
 from __future__ import annotations
 

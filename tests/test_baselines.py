@@ -1,4 +1,4 @@
-"""Tests for the federated baselines (constrfl/solvers/baselines.py, ALGORITHMS.md §7).
+"""Tests for the federated baselines (constrfl/solvers/baselines.py, docs/algorithms.md §7).
 
 The hand-computed tests re-derive two rounds from the update rules of §7 and the seeds
 with plain numpy on quadratics whose gradients are written out here; they share nothing

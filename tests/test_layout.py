@@ -7,7 +7,7 @@ statement, at module level or inside a function, is an edge of the import graph.
   ``constrfl.federation.handlers``, a party runtime or backend) or holds a client object;
 * ``constrfl/federation/`` is the transport: it imports nothing from the solvers, and
   from the party side only the registry hook (the names of ``constrfl.parties``);
-* the party side keeps no hidden module-level state (no weak-reference caches);
+* no module keeps hidden state (weak-reference or memoizing caches);
 * the math both sides share (:mod:`constrfl.corrections`) is a leaf.
 
 Importing a submodule also runs its packages' ``__init__``: the package graph (each
@@ -196,14 +196,31 @@ def test_only_the_transport_reaches_the_party_side():
                          for m in users), sorted(users)
 
 
-@pytest.mark.parametrize("module", within("constrfl.parties") + within("constrfl.federation"))
-def test_no_hidden_module_state(module):
-    """What a party derives for a solve lives on its context (constrfl.parties.PartyContext), not
-    in module-level caches."""
-    for node in ast.walk(TREES[module]):
+def hidden_state(tree):
+    """What in ``tree`` keeps state across calls at module level: a ``weakref`` import or
+    a memoizing decorator (``lru_cache``, ``cache``)."""
+    found = []
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] + [getattr(node, "module", None)]
-            assert "weakref" not in names, f"{module} imports weakref"
+            found += [n for n in [a.name for a in node.names] + [getattr(node, "module", None)]
+                      if n == "weakref"]
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found += [ast.unparse(d) for d in node.decorator_list
+                      if ast.unparse(d).split("(")[0].rpartition(".")[2] in ("lru_cache", "cache")]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_hidden_module_state(module):
+    """What a party derives for a solve lives on its context (constrfl.parties.PartyContext),
+    what a solve derives on its state: no module keeps caches."""
+    assert hidden_state(TREES[module]) == [], module
+
+
+def test_hidden_state_is_found():
+    tree = ast.parse("import weakref\n@functools.lru_cache(8)\ndef f(): pass\n"
+                     "@cache\ndef g(): pass\n")
+    assert hidden_state(tree) == ["weakref", "functools.lru_cache(8)", "cache"]
 
 
 def test_the_shared_math_is_a_leaf():

@@ -34,7 +34,7 @@ def test_core_in_the_row_basis_is_the_hessian():
         beta = 30.0
         term = AugmentedTerm(party, beta, mu, np.zeros(0))
         H = term(w, 2)[2]
-        C = basis_core(party, w, beta, mu)
+        C = basis_core(party, (B, Z), w, beta, mu)
         assert np.allclose(B @ C @ B.T, H, rtol=1e-10, atol=1e-12 * np.abs(H).max())
     assert np.abs(H).max() > 0
 

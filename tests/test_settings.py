@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import constrfl as cf
-from constrfl.api import solve_over
 from constrfl.settings import (ADMMSettings, BaselineSettings, NewtonSettings, from_saved,
                                settings_for, to_saved)
 from builders import np_problem
@@ -95,13 +94,17 @@ def test_settings_for_picks_the_record_and_resolves_auto():
 
 
 def test_no_entry_point_spells_an_option():
-    """solve, solve_over, run_server and simulate take ``**options``; the records hold
-    every default."""
+    """solve, run_server, server_app and simulate take ``**options``; the records hold
+    every default.  cf.solve alone spells its own keywords (method, tol, w0, seed, ...):
+    the Flower entry points pass them on, with their defaults, unspelled."""
     pytest.importorskip("flwr")
-    from constrfl.flower import run_server, simulate
+    from constrfl.flower import run_server, server_app, simulate
     names = {n for r in RECORDS for n in r.options()}
-    for entry in (cf.solve, solve_over, run_server, simulate):
+    own = set(inspect.signature(cf.solve).parameters) - {"problem", "options"}
+    for entry in (cf.solve, run_server, server_app, simulate):
         assert not names & set(inspect.signature(entry).parameters), entry.__name__
+    for entry in (run_server, server_app, simulate):
+        assert not own & set(inspect.signature(entry).parameters), entry.__name__
 
 
 @pytest.mark.parametrize("method, options, record", [

@@ -13,7 +13,7 @@ from builders import lcqp_problem, np_problem
 BOX = prox.Box(np.r_[np.full(5, -0.5), -np.inf], np.r_[np.full(5, 0.5), np.inf])
 
 CASES = {
-    # (a) LCQP of ALGORITHMS.md §6: n=5, d=50, 2 equality rows per client
+    # (a) LCQP of docs/algorithms.md §6: n=5, d=50, 2 equality rows per client
     "lcqp": lcqp_problem,
     # (b) logistic NP, a constraint per client and a global constraint at the server
     "np_local_and_global": lambda: np_problem(5, 0.4, server_separation=0.7),

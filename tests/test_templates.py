@@ -1,4 +1,4 @@
-"""Problem templates (ALGORITHMS.md §6–7) and prox.Nuclear: every convex template solves
+"""Problem templates (docs/algorithms.md §6–7) and prox.Nuclear: every convex template solves
 to tol = 1e-6 with both methods and agrees with cvxpy (relative objective gap ≤ 1e-6);
 the nonconvex fairness template (32) solves and refuses certification."""
 import numpy as np

@@ -10,7 +10,6 @@ an error value for the backend to send.
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from ..messages import check_payload
 __all__ = ["PartyRuntime", "dispatch"]
 
 
-@functools.lru_cache(maxsize=64)
 def _handlers(message_type):
     """The handlers of a (compound ``a+b``) message type, in order."""
     parts = message_type.split("+")

@@ -39,7 +39,7 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import ServerApp
 
 from .. import status as st
-from ..api import solve_over
+from ..api import solve
 from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
@@ -58,6 +58,9 @@ FLOWER_KEY = "@flower"
 
 #: Flower error codes after which the site's own code failed (no retry)
 APP_FAILED = (ErrorCode.CLIENT_APP_RAISED_EXCEPTION, ErrorCode.LOAD_CLIENT_APP_EXCEPTION)
+
+#: the keywords of :func:`run_server` that go to :class:`FlowerFederation` (defaults there)
+TRANSPORT = ("client_timeout", "resend_after", "poll_interval")
 
 
 class FlowerFederation(Federation):
@@ -247,26 +250,25 @@ class FlowerFederation(Federation):
 
 # -- the ServerApp ------------------------------------------------------------------------------
 
-def run_server(grid, view, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=False,
-               callback=None, max_time=None, resume=None, output_dir=None,
-               client_timeout=300.0, resend_after=30.0, poll_interval=0.1, **options):
+def run_server(grid, view, *args, output_dir=None, **kwargs):
     """Solve over the Flower ``grid`` (the body of a ServerApp's main); returns the
     :class:`~constrfl.result.SolveResult` and, with ``output_dir``, saves it there
     (``res.save``: ``result.json`` and ``arrays.npz``).
 
     ``view`` is what the server knows (:class:`constrfl.problem.ServerSide`: dimension,
-    client names, its own functions, regularizer).  ``method``, ``tol``, ``w0``,
-    ``seed``, ``verbose``, ``callback``, ``max_time``, ``resume`` and ``options`` are
-    those of :func:`constrfl.solve`; every method but ``cproxal`` (the centralized
-    twin: it pools the data, which a federation does not).  ``client_timeout``: seconds
-    a round waits for a site (retrying) before the solve ends ``client_failure``;
-    ``resend_after``: seconds without a reply after which a message is sent again;
-    ``poll_interval``: seconds between pulls.
+    client names, its own functions, regularizer).  The other arguments are those of
+    :func:`constrfl.solve` (``method``, ``tol``, ``w0``, ``seed``, ... and the options,
+    with its defaults), for every method but ``cproxal`` (the centralized twin: it pools
+    the data, which a federation does not), and :class:`FlowerFederation`'s
+    :data:`TRANSPORT` options: ``client_timeout`` (seconds a round waits for a site,
+    retrying, before the solve ends ``client_failure``), ``resend_after`` (seconds
+    without a reply after which a message is sent again), ``poll_interval`` (seconds
+    between pulls).
     """
-    start = time.perf_counter()
     if not isinstance(view, ServerView):
         raise TypeError(f"view must be a constrfl.problem.ServerView (e.g. ServerSide), "
                         f"got {type(view).__name__}")
+    transport = {k: kwargs.pop(k) for k in TRANSPORT if k in kwargs}
 
     def over_flower(method, snapshots, control):
         if method == "cproxal":
@@ -274,32 +276,29 @@ def run_server(grid, view, method="fedproxal", tol=None, *, w0=None, seed=0, ver
                              "pooled data, no federation); on Flower use method='fedproxal' "
                              "with inner='newton' (the same proximal Newton steps over the "
                              "federation) or inner='admm'")
-        return FlowerFederation(grid, view, snapshots, control=control,
-                                client_timeout=client_timeout,
-                                resend_after=resend_after, poll_interval=poll_interval)
+        return FlowerFederation(grid, view, snapshots, control=control, **transport)
 
-    res = solve_over(over_flower, view, method, tol, w0=w0, seed=seed, verbose=verbose,
-                     callback=callback, max_time=max_time, resume=resume, start=start,
-                     **options)
+    res = solve(view, *args, federation=over_flower, **kwargs)
     if output_dir is not None:
         res.save(Path(output_dir))
     return res
 
 
-def server_app(view, method="fedproxal", tol=None, *, on_result=None, **kwargs):
+def server_app(view, *args, on_result=None, **kwargs):
     """A Flower ``ServerApp`` running :func:`run_server` with these arguments.
 
     ``view`` is a :class:`~constrfl.problem.ServerView` or a callable
     ``(context) -> ServerView`` (built from the run config); ``on_result(result)`` is
-    called with the result (e.g. to hand it back in a simulation).  Any keyword
-    argument of :func:`run_server` (``output_dir``, ``client_timeout``, options, ...).
+    called with the result (e.g. to hand it back in a simulation).  The other arguments
+    are :func:`run_server`'s (``method``, ``tol``, ``output_dir``, ``client_timeout``,
+    options, ...).
     """
     app = ServerApp()
 
     @app.main()
     def main(grid, context):
         v = view if isinstance(view, ServerView) else view(context)
-        res = run_server(grid, v, method, tol, **kwargs)
+        res = run_server(grid, v, *args, **kwargs)
         if on_result is not None:
             on_result(res)
 

@@ -40,16 +40,15 @@ class KnownServerSide(ServerSide):
         return self._parties
 
 
-def simulate(problem, method="fedproxal", tol=None, *, backend="inmemory", w0=None,
-             seed=0, verbose=False, callback=None, max_time=None, resume=None,
-             state_dir=None, client_timeout=60.0, resend_after=None, poll_interval=None,
-             faults=None, grid=None, **options):
+def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=60.0,
+             resend_after=None, poll_interval=None, faults=None, grid=None, **kwargs):
     """Solve ``problem`` as :func:`constrfl.solve` does, but through Flower: the
     ServerApp of :func:`~.server.server_app` and one ClientApp of
     :func:`~.client.client_app` per client, each building its site from its node
-    config.  Returns the same :class:`~constrfl.result.SolveResult`: for the same
-    arguments ``w``, the multipliers, ``rounds`` and the bytes are those of
-    ``cf.solve``, bit for bit.
+    config.  The other arguments are those of :func:`constrfl.solve` (``method``,
+    ``tol``, ``w0``, ``seed``, ... and the options, with its defaults).  Returns the same
+    :class:`~constrfl.result.SolveResult`: for the same arguments ``w``, the
+    multipliers, ``rounds`` and the bytes are those of ``cf.solve``, bit for bit.
 
     backend : ``"inmemory"`` — a :class:`~.grid.LocalGrid` in this process (every
         message and reply through Flower's serialization; no Ray, no sockets) — or
@@ -69,30 +68,28 @@ def simulate(problem, method="fedproxal", tol=None, *, backend="inmemory", w0=No
         raise TypeError(f"problem must be a constrfl.Problem, got {type(problem).__name__}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if resume is not None and state_dir is None and grid is None:
+    if kwargs.get("resume") is not None and state_dir is None and grid is None:
         raise ValueError("resume needs the sites' states: pass the state_dir (or grid) "
                          "of the simulation that produced the result")
     view = KnownServerSide(problem)
     if resend_after is None:
         resend_after = client_timeout / 4
     with contextlib_tempdir(state_dir) as sdir:
-        kwargs = dict(w0=w0, seed=seed, verbose=verbose, callback=callback,
-                      max_time=max_time, resume=resume, client_timeout=client_timeout,
-                      resend_after=resend_after, **options)
+        kwargs.update(client_timeout=client_timeout, resend_after=resend_after)
         if backend == "inmemory":
             if grid is None:
                 grid = local_grid(problem, sdir, faults=faults)
             elif faults is not None:
                 grid.faults = faults
             results = []
-            app = server_app(view, method, tol, on_result=results.append,
+            app = server_app(view, *args, on_result=results.append,
                              poll_interval=poll_interval or 1e-3, **kwargs)
             with task_identity(grid.run.run_id):
                 app(grid, _server_context(grid.run.run_id))
             return results[0]
         if faults is not None or grid is not None:
             raise ValueError("faults and grid apply to backend='inmemory' only")
-        return _simulate_ray(problem, view, method, tol, sdir,
+        return _simulate_ray(problem, view, args, sdir,
                              poll_interval=poll_interval or 5e-3, **kwargs)
 
 
@@ -114,11 +111,11 @@ def _server_context(run_id):
                    run_config={})
 
 
-def _simulate_ray(problem, view, method, tol, state_dir, **kwargs):
+def _simulate_ray(problem, view, args, state_dir, **kwargs):
     from flwr.simulation import run_simulation
     clients = problem.clients
     results = []
-    sapp = server_app(view, method, tol, on_result=results.append, **kwargs)
+    sapp = server_app(view, *args, on_result=results.append, **kwargs)
     capp = client_app(lambda ctx: clients[int(ctx.node_config["partition-id"])],
                       regularizer=problem.regularizer, state_dir=state_dir)
     run_simulation(server_app=sapp, client_app=capp, num_supernodes=len(clients),

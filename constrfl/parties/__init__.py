@@ -3,8 +3,8 @@
 ``ctx`` (:class:`PartyContext`) is what the party holds: its functions (``ctx.party``, hence
 its data), the problem's public regularizer P (``ctx.regularizer``, used only by the
 composite baselines' clients), and what the handlers derive from them once for the
-solve (the scaled functions, an exact ADMM block's eigendecomposition); it is never
-serialized.  ``state`` is a flat dict of float64 arrays and Python scalars — the party's
+solve (the scaled functions, an exact ADMM block's eigendecomposition, the row basis
+of (B1)); it is never serialized.  ``state`` is a flat dict of float64 arrays and Python scalars — the party's
 multipliers and its ADMM block (:func:`init_state`) — so it serializes bit-exactly; a
 handler returns a new dict and never changes an array in place.  Everything else a
 handler needs arrives in the message (there is no separate configuration).

@@ -15,14 +15,19 @@ from .registry import handles
 __all__ = ["newton_eval", "newton_hvp", "newton_basis", "feas_eval"]
 
 
-def _evaluate(term, msg):
+def _basis(ctx):
+    """The party's row basis (B1), or None: computed once a solve, kept on its context."""
+    return ctx.memo("basis", None, lambda: row_basis(ctx.party))
+
+
+def _evaluate(term, msg, ctx):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
     and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks; with
     ``basis`` the Hessian as its core in the party's row basis where it has one."""
     order, w = msg["order"], msg["w"]
     core = None
     if order >= 2 and msg.get("basis"):
-        core = basis_core(term.party, w, term.beta, term.mu, term.objective)
+        core = basis_core(term.party, _basis(ctx), w, term.beta, term.mu, term.objective)
     val, g, H = term(w, 1 if core is not None else order)
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
@@ -36,7 +41,7 @@ def _evaluate(term, msg):
 
 @handles(M.NEWTON_EVAL)
 def newton_eval(msg, state, ctx):
-    return _evaluate(al_term(state, ctx.party), msg), state
+    return _evaluate(al_term(state, ctx.party), msg, ctx), state
 
 
 @handles(M.NEWTON_HVP)
@@ -58,7 +63,7 @@ def newton_hvp(msg, state, ctx):
 def newton_basis(msg, state, ctx):
     """Columns ``start`` to ``start + count`` of the party's row basis B (B1), as rows
     (none without a basis or past its rank)."""
-    basis = row_basis(ctx.party)
+    basis = _basis(ctx)
     B = np.zeros((0, 0)) if basis is None else basis[0]
     return {"basis": np.ascontiguousarray(B.T[msg["start"]:msg["start"] + msg["count"]])
             .ravel()}, state
@@ -80,4 +85,4 @@ def feas_eval(msg, state, ctx):
         c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
         worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
         return {"violation": worst, "convex": party.is_convex}, state
-    return _evaluate(_violation_term(party), msg), state
+    return _evaluate(_violation_term(party), msg, ctx), state

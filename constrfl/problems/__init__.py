@@ -1,4 +1,4 @@
-"""Problem templates (ALGORITHMS.md §6–7), data loaders and partitioners."""
+"""Problem templates (docs/algorithms.md §6–7), data loaders and partitioners."""
 from .fairness import fairness
 from .lasso import federated_lasso
 from .lcqp import lcqp

@@ -1,5 +1,5 @@
 """Fairness-constrained logistic regression (32): two-sided loss-disparity constraints,
-local (per client) and global (on the server's data).  Nonconvex (ALGORITHMS.md §1, §6)."""
+local (per client) and global (on the server's data).  Nonconvex (docs/algorithms.md §1, §6)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,7 @@ __all__ = ["fairness"]
 CALLER = "fairness"
 
 
-def _owner_rows(X, y, s, ids=None, prefix=""):
+def _party_rows(X, y, s, ids=None, prefix=""):
     """Check one party's rows (``prefix`` names the argument group in errors): labels
     ``y`` and ``sensitive`` in {0, 1}, errors naming the client (or server_data)."""
     if ids is None:
@@ -59,7 +59,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
     ``cf.solve`` runs (without the convex theory's guarantees) and ``cf.certify``
     raises ValueError, since no convex ground truth exists.
     """
-    X, y, s, ids = _owner_rows(X, y, sensitive, client_ids)
+    X, y, s, ids = _party_rows(X, y, sensitive, client_ids)
     warn_if_badly_scaled(CALLER, X)
     max_disparity = real_arg(CALLER, "max_disparity", max_disparity, positive=True)
     labels = np.unique(ids)
@@ -85,7 +85,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
             X0, y0, s0 = server_data
         except (TypeError, ValueError):
             raise ValueError("fairness: server_data must be a triple (X0, y0, s0)") from None
-        X0, y0, s0, _ = _owner_rows(X0, y0, s0, prefix="server_data: ")
+        X0, y0, s0, _ = _party_rows(X0, y0, s0, prefix="server_data: ")
         if s0.all() or not s0.any():
             raise ValueError("fairness: server_data needs rows of both subgroups "
                              "(sensitive 0 and 1)")

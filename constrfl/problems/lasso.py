@@ -1,5 +1,5 @@
 """Federated Lasso: the synthetic sparse regression of the composite-optimization seed
-(``002``, Yuan, Zaheer & Reddi 2021; ALGORITHMS.md §7), as a problem (5) with P = L1."""
+(``002``, Yuan, Zaheer & Reddi 2021; docs/algorithms.md §7), as a problem (5) with P = L1."""
 from __future__ import annotations
 
 import numpy as np

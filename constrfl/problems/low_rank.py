@@ -1,5 +1,5 @@
 """Nuclear-norm regularized low-rank matrix estimation (matrix sensing) of the
-composite-optimization seed (``002``, Experiment 2; ALGORITHMS.md §1, §7)."""
+composite-optimization seed (``002``, Experiment 2; docs/algorithms.md §1, §7)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """L1- or L2-ball constrained logistic regression of the composite-optimization seed
-(``002``, Experiment 4; ALGORITHMS.md §7): the ball is the regularizer P (its indicator)."""
+(``002``, Experiment 4; docs/algorithms.md §7): the ball is the regularizer P (its indicator)."""
 from __future__ import annotations
 
 import numpy as np

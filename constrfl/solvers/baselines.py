@@ -94,7 +94,6 @@ final model).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,8 +128,8 @@ class BaselineState:
     scale: float = 1.0         # max(1, ‖w⁰‖∞), the scale of :func:`_divergence`
 
 
-def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, resume=None,
-                     verbose=False, progress=None, callback=None, start=None):
+def execute_baseline(problem, method, tol, settings, fed, *, w0, seed, resume, verbose,
+                     progress, callback, start):
     """Run a baseline with ``settings`` (a :class:`~constrfl.settings.BaselineSettings`)
     over the federation ``fed`` (any backend) and return its result.  ``problem``,
     ``tol`` (a pair), ``w0``, ``seed``, ``resume``, ``verbose``, ``progress`` and
@@ -140,7 +139,6 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0=None, seed=0, re
     the solve began (``fed.control`` holds its deadline).  ``outer_iterations`` counts the
     rounds run, ``inner_iterations`` the local steps of all sampled clients together."""
     cfg = _configure(problem, method, settings)
-    start = time.perf_counter() if start is None else start
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
     report = _Report(verbose, method, problem, cfg["rounds"])
 

@@ -68,8 +68,8 @@ def same_answer(a, b):
         ("status", a.status, b.status), ("w", a.w.tobytes(), b.w.tobytes()),
         ("rounds", a.rounds, b.rounds), ("bytes", (a.bytes_up, a.bytes_down),
                                          (b.bytes_up, b.bytes_down)),
-        ("owners", list(a.multipliers), list(b.multipliers))] if x != y]
-    if "owners" not in diff:
+        ("parties", list(a.multipliers), list(b.multipliers))] if x != y]
+    if "parties" not in diff:
         diff += [f"multipliers of {o}" for o in a.multipliers
                  if (a.multipliers[o].ineq.tobytes(), a.multipliers[o].eq.tobytes())
                  != (b.multipliers[o].ineq.tobytes(), b.multipliers[o].eq.tobytes())]
