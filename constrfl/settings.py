@@ -132,7 +132,7 @@ class NewtonSettings(OuterSettings):
     of Hessian-vector products per CG iteration, d floats up; needs a smooth P) or
     ``"newton-basis"`` (the Hessian in the party's row basis, sent once; r(r+1)/2 floats
     a step for r independent rows; needs a smooth P), and ``cproxal``.  β grows tenfold, up to ``beta_max``, after an outer iteration that cut
-    the violation by less than 4× (:func:`constrfl.solvers.proxal.next_beta`)."""
+    the violation by less than 4× (:func:`constrfl.solvers.proxal.next_penalties`)."""
 
     #: first penalty β > 0 of the augmented Lagrangian
     beta: float = 100.0
@@ -140,6 +140,10 @@ class NewtonSettings(OuterSettings):
     max_inner: int = 10000
     #: cap of the β schedule (``beta_max=beta`` keeps β fixed, as in the paper)
     beta_max: float = 1e4
+    #: cap of η, the proximal term's parameter ‖w − wᵏ‖²/(2η): η = β until β reaches
+    #: ``beta_max``, then grows alone where the outer steps do not contract
+    #: (:func:`constrfl.solvers.proxal.next_penalties`; ``eta_max=beta_max``: η = β always)
+    eta_max: float = 1e6
     #: ``"newton"``, ``"newton-cg"`` or ``"newton-basis"`` (``cproxal``: ``"newton"``,
     #: on the pooled data)
     inner: str = "newton"
@@ -149,6 +153,7 @@ class NewtonSettings(OuterSettings):
         self._set("beta", positive(self.beta, "beta"))
         self._set("max_inner", count(self.max_inner, "max_inner"))
         self._set("beta_max", positive(self.beta_max, "beta_max"))
+        self._set("eta_max", positive(self.eta_max, "eta_max"))
         if self.inner not in ("newton", "newton-cg", "newton-basis"):
             raise ValueError(f"NewtonSettings: inner must be 'newton', 'newton-cg' or "
                              f"'newton-basis', got {self.inner!r} (inner='admm': "
@@ -193,6 +198,11 @@ class ADMMSettings(OuterSettings):
     @property
     def beta_max(self):
         """β is fixed: the cap of the β schedule is β itself."""
+        return self.beta
+
+    @property
+    def eta_max(self):
+        """The proximal term's η is β (Algorithm 2's Ψ_k)."""
         return self.beta
 
     def client_rhos(self, problem):

@@ -4,14 +4,15 @@ Oracle: the KKT residuals recomputed from the data by cf.kkt at the returned poi
 import numpy as np
 import constrfl as cf
 from constrfl import functions as fn, status as st
-from constrfl.solvers.proxal import outer_stall
+from constrfl.solvers.proxal import STALL_WINDOW, outer_stall
 
 EPS = (1e-6, 1e-6)
 
 
 def _record(stationarity, step=1.0, multiplier_step=1.0, w_norm=1.0):
     return dict(stationarity=stationarity, feasibility=0.0, complementarity=0.0,
-                definition1=0.0, step=step, multiplier_step=multiplier_step, w_norm=w_norm)
+                definition1=0.0, step=step, multiplier_step=multiplier_step, w_norm=w_norm,
+                inner_converged=True)
 
 
 def test_an_iteration_that_changes_nothing_is_a_stall():
@@ -50,3 +51,15 @@ def test_far_beyond_the_rounding_level_it_is_a_numerical_error():
     assert res.status == st.NUMERICAL_ERROR
     assert "changed neither w nor the multipliers" in res.message
     assert cf.kkt(problem, res.w, res.multipliers).stationarity > st.INACCURATE_FACTOR * 1e-6
+
+
+def test_subproblems_that_stall_without_progress_end_the_solve():
+    progress = [dict(_record(10.0 ** -j), inner_converged=True) for j in range(2, 5)]
+    stuck = [dict(_record(8e-5), inner_converged=False) for _ in range(STALL_WINDOW)]
+    assert outer_stall(progress + stuck[:-1], EPS) is None          # not a window yet
+    status, message = outer_stall(progress + stuck, EPS)
+    assert status == st.OPTIMAL_INACCURATE and "ended unsolved" in message
+    halving = stuck[:-1] + [dict(_record(4e-5), inner_converged=False)]
+    assert outer_stall(progress + halving, EPS) is None             # the best halved
+    solved_one = stuck[:-1] + [dict(_record(8e-5), inner_converged=True)]
+    assert outer_stall(progress + solved_one, EPS) is None

@@ -127,9 +127,12 @@ class ADMM:
         per_client["server"] = dict(per_client.get("server", {}), gamma=0.0)
         return payload, per_client
 
-    def begin(self, replies, wk, tau, beta, previous=None):
+    def begin(self, replies, wk, tau, beta, previous=None, eta=None):
         """The subproblem's first state: each block's vᵢ and Jᵢ from its ``admm.start``
-        reply, ρᵢ from it (cold) or carried over from the ``previous`` subproblem."""
+        reply, ρᵢ from it (cold) or carried over from the ``previous`` subproblem.
+        Algorithm 2's Ψ_k has η = β (:class:`~constrfl.settings.ADMMSettings`)."""
+        if eta not in (None, beta):
+            raise ValueError(f"the ADMM's proximal term has eta = beta, got {eta!r}")
         blocks = list(replies.values())
         v = np.array([r["v"] for r in blocks])
         rho = previous.rho if previous is not None else np.array([r["rho"] for r in blocks])

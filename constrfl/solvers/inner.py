@@ -35,8 +35,9 @@ class InnerSolver(Protocol):
         last subproblem's state, for a warm start)."""
 
     def begin(self, replies: dict, wk: np.ndarray, tau: float, beta: float,
-              previous: InnerState | None = None) -> InnerState:
-        """Subproblem k's first state, centred at wᵏ, from the first message's replies."""
+              previous: InnerState | None = None, eta: float | None = None) -> InnerState:
+        """Subproblem k's first state, centred at wᵏ, from the first message's replies:
+        Ψ_k with penalty β and proximal term ‖· − wᵏ‖²/(2η) (None: η = β)."""
 
     def run(self, fed, s: InnerState, beta: float) -> tuple[np.ndarray, bool]:
         """Rounds until (10) holds (``converged``) or the solver's own limit; ``s`` is

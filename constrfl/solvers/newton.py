@@ -1,7 +1,8 @@
 """Proximal Newton on the subproblem (9), the server's side: ``inner="newton"``,
 ``inner="newton-cg"`` and cProx-AL.
 
-Ψ_k = ψ + P with ψ = Σᵢ ALᵢ + 1/(2β)‖· − wᵏ‖² (a ridge P = λ/2‖·‖² is folded into ψ).
+Ψ_k = ψ + P with ψ = Σᵢ ALᵢ + 1/(2η)‖· − wᵏ‖² (a ridge P = λ/2‖·‖² is folded into ψ;
+η = β in the paper, larger once β is at its cap: :func:`.proxal.next_penalties`).
 The parties answer ``newton.eval``: their ALᵢ at trial points, and at the first point
 its gradient and Hessian (upper triangle); the server sums them and adds the quadratic
 terms.  One round evaluates a whole batch of step lengths t = 1, ½, ¼, … along the
@@ -54,7 +55,7 @@ __all__ = ["Newton", "NewtonState", "STALL_STEPS"]
 #: unattainable τ_k on QADLITTL ran all 10,000 steps of ``max_inner``)
 STALL_STEPS = 20
 #: σ of the relative error criterion: a subproblem also ends once its residual is at
-#: most σ‖x − wᵏ‖∞/β (docs/algorithms.md §5)
+#: most σ‖x − wᵏ‖∞/η (docs/algorithms.md §5)
 RELATIVE_ERROR = 0.5
 
 
@@ -66,6 +67,7 @@ class NewtonState:
     wk: np.ndarray
     tau: float
     x: np.ndarray
+    eta: float = None                 # η_k of the proximal term ‖x − wᵏ‖²/(2η_k)
     f: float = np.nan                 # ψ(x)
     g: np.ndarray | None = None       # ∇ψ(x); None: x still to be evaluated
     H: np.ndarray | None = None       # ∇²ψ(x), or the BFGS model (newton-basis: H_D)
@@ -113,21 +115,21 @@ class Newton:
     def start_message(self, k, beta, previous=None):
         return {"order": self.order, **self.flags}, None
 
-    def begin(self, replies, wk, tau, beta, previous=None):
-        s = NewtonState(wk=wk, tau=tau, x=wk)
+    def begin(self, replies, wk, tau, beta, previous=None, eta=None):
+        s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta)
         if self.model is not None:
             s.bases = {} if previous is None else previous.bases
-        self._take(s, replies, wk, beta, hessian=self.order == 2)
+        self._take(s, replies, wk, hessian=self.order == 2)
         return s
 
     # -- aggregation ----------------------------------------------------------------
-    def _psi_values(self, replies, points, s, beta):
-        """ψ at each point: Σᵢ ALᵢ + 1/(2β)‖x − wᵏ‖² + λ/2‖x‖²."""
+    def _psi_values(self, replies, points, s):
+        """ψ at each point: Σᵢ ALᵢ + 1/(2η)‖x − wᵏ‖² + λ/2‖x‖²."""
         out = []
         for j, x in enumerate(points):
             d = x - s.wk
             out.append(sum(r["values"][j] for r in replies)
-                       + 0.5 / beta * float(d @ d) + self._ridge_value(x))
+                       + 0.5 / s.eta * float(d @ d) + self._ridge_value(x))
         return out
 
     def _ridge_value(self, x):
@@ -135,12 +137,12 @@ class Newton:
             return 0.5 * float(x @ (self.ridge * x))
         return 0.5 * self.ridge * float(x @ x)
 
-    def _take(self, s, replies, x, beta, f=None, hessian=True):
+    def _take(self, s, replies, x, f=None, hessian=True):
         """Move to x with the replies' value, gradient and (if they carry one) Hessian
         there; without Hessians from every party, the BFGS model."""
         named = replies
         replies = list(replies.values())
-        g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
+        g = sum(r["grad"] for r in replies) + (x - s.wk) / s.eta + self.ridge * x
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
         cores = None
@@ -152,13 +154,13 @@ class Newton:
                      for n, r in named.items() if "core" in r}
         elif all("hess" in r for r in replies):
             H = unpack_upper(sum(r["hess"] for r in replies), x.size)
-            H.flat[::x.size + 1] += 1.0 / beta + self.ridge
+            H.flat[::x.size + 1] += 1.0 / s.eta + self.ridge
         elif hessian or s.quasi:                # asked for, but some party has none
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
         s.x, s.g, s.H, s.cores = x, g, H, cores
-        s.f = self._psi_values(replies, [x], s, beta)[0] if f is None else f
+        s.f = self._psi_values(replies, [x], s)[0] if f is None else f
         s.r = self.P.dist(x, g)
         F = s.f + self.P.value(x)
         if s.r <= 0.5 * s.mark[1] or F < s.mark[0] - 1e-10 * (1.0 + abs(s.mark[0])):
@@ -185,12 +187,15 @@ class Newton:
         """Newton steps until the stop test or ``max_iter``; ``s`` is updated after
         each completed round (the step being tried and a running CG solve included).
         Returns ``(x, converged)``.  The stop test is (10) with τ_k raised to
-        σ‖x − wᵏ‖∞/β when that is larger (:func:`relative_tolerance`); ``s.tau`` then
-        records the τ_k it met."""
+        σ‖x − wᵏ‖∞/η when that is larger (:func:`relative_tolerance`); ``s.tau`` then
+        records the τ_k it met.  ``beta`` is η for a state saved without one (then
+        η = β, the paper's Ψ_k)."""
         P = self.P
+        if s.eta is None:
+            s.eta = beta
         while True:
             if s.g is not None and s.r > s.tau:
-                s.tau = max(s.tau, relative_tolerance(s, beta, s.r))
+                s.tau = max(s.tau, relative_tolerance(s, s.r))
             if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter
                                     or s.since >= STALL_STEPS):
                 return s.x, s.r <= s.tau
@@ -198,12 +203,12 @@ class Newton:
                 replies = fed.broadcast(self.start_type,             # evaluate at x
                                         {"w": s.x, "order": self.order, **self.flags},
                                         include_server=True)
-                self._take(s, replies, s.x, beta, hessian=self.order == 2)
+                self._take(s, replies, s.x, hessian=self.order == 2)
                 continue
             if s.cores is not None and self._fetch_bases(fed, s):
                 continue
             if s.z is None:
-                s.z, s.slope = self._step(fed, s, beta)
+                s.z, s.slope = self._step(fed, s)
                 s.t = 1.0
             x, z = s.x, s.z
             batch = 1 if s.quasi else self.batch
@@ -214,29 +219,29 @@ class Newton:
             named = fed.broadcast(self.start_type, msg, include_server=True)
             replies = list(named.values())
             points = trial_points(msg)
-            values = self._psi_values(replies, points, s, beta)
+            values = self._psi_values(replies, points, s)
             j = self._first_accepted(replies, points, values, s.f + P.value(x), s.slope,
-                                     s.t, s, beta)
+                                     s.t, s)
             if j is None:
                 s.t = _next_length(s.t * 0.5 ** (batch - 1), values[-1] + P.value(points[-1])
                                    - s.f - P.value(x), s.slope)
                 s.stuck = s.t < 1e-12                  # no decrease along the step
                 continue
             if j == 0:
-                self._take(s, named, w, beta, values[0], hessian=msg["order"] == 2)
+                self._take(s, named, w, values[0], hessian=msg["order"] == 2)
             else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H, s.cores = points[j], values[j], None, None, None
             s.z = None
             s.iterations += 1
 
-    def _step(self, fed, s, beta):
+    def _step(self, fed, s):
         """The trial point z of the next step and the slope of its line search."""
         x, g, P = s.x, s.g, self.P
         if self.cg:
-            d = self._cg(fed, s, beta)
+            d = self._cg(fed, s)
         elif s.cores is not None:
             d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
-                                     1.0 / beta + self.ridge, g)
+                                     1.0 / s.eta + self.ridge, g)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:
@@ -250,9 +255,9 @@ class Newton:
             raise NonFiniteIterate("non-finite Newton step")
         return x + d, float(g @ d)
 
-    def _cg(self, fed, s, beta):
+    def _cg(self, fed, s):
         """Conjugate gradients on (∇²ψ) d = −g, one round per Hessian-vector product
-        (each party's ∇²ALᵢ(x)v; the server adds (1/β + λ)v), stopped at a residual
+        (each party's ∇²ALᵢ(x)v; the server adds (1/η + λ)v), stopped at a residual
         ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton, Nocedal & Wright §7.1)
         or ``max_cg`` products.  Its state lives in ``s.cg`` between rounds."""
         g = s.g
@@ -264,7 +269,7 @@ class Newton:
         while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
             replies = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
                                     include_server=True)
-            Ap = sum(r["hv"] for r in replies.values()) + (1.0 / beta + self.ridge) * c["p"]
+            Ap = sum(r["hv"] for r in replies.values()) + (1.0 / s.eta + self.ridge) * c["p"]
             pAp = float(c["p"] @ Ap)
             if not pAp > 0:                  # no curvature along p: stop with what we have
                 break
@@ -294,27 +299,27 @@ class Newton:
         s.bases = bases
         return True
 
-    def _first_accepted(self, replies, points, values, F, slope, t, s, beta):
+    def _first_accepted(self, replies, points, values, F, slope, t, s):
         """Index of the first accepted trial point (None if none is)."""
         P = self.P
         for j, (x, val) in enumerate(zip(points, values)):
             r_new = None
             if j == 0:
-                g = sum(r["grad"] for r in replies) + (x - s.wk) / beta + self.ridge * x
+                g = sum(r["grad"] for r in replies) + (x - s.wk) / s.eta + self.ridge * x
                 r_new = P.dist(x, g) if np.all(np.isfinite(g)) else None
             if accept_step(val + P.value(x), F, slope, t * 0.5 ** j, r_new, s.r):
                 return j
         return None
 
 
-def relative_tolerance(s, beta, r):
-    """σ‖x − wᵏ‖∞/β if the residual r meets it, else 0 (the relative error criterion of
+def relative_tolerance(s, r):
+    """σ‖x − wᵏ‖∞/η if the residual r meets it, else 0 (the relative error criterion of
     Solodov & Svaiter for the proximal point method, in the form Eckstein & Silva give it
     for augmented Lagrangians: the subproblem's error may be a fraction of the step it
     takes; measured: the Maros–Meszaros QGROW15 (5 clients) moved 3.6e4 an outer
     iteration for 25 outer iterations with 21 Newton steps each at an unattainable τ_k;
     with the criterion, the same iterates at one step each)."""
-    bound = RELATIVE_ERROR * float(np.max(np.abs(s.x - s.wk), initial=0.0)) / beta
+    bound = RELATIVE_ERROR * float(np.max(np.abs(s.x - s.wk), initial=0.0)) / s.eta
     return bound if r <= bound else 0.0
 
 

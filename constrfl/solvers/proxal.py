@@ -28,7 +28,12 @@ from ..records import KKT, Multipliers, saved_as
 from .inner import InnerSolver
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
-__all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall"]
+__all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall", "next_penalties",
+           "STALL_WINDOW"]
+
+#: outer iterations in a row of stalled subproblems without progress that end a solve
+#: (:func:`outer_stall`)
+STALL_WINDOW = 10
 
 
 @saved_as("outer-state")
@@ -47,13 +52,14 @@ class OuterState:
     scale_objective: float = 1.0
     last_check: int = 0        # outer iteration of the last infeasibility check
     start: dict = None         # KKT residuals and objective at w⁰ (the first al.begin)
+    eta: float = None          # η of the proximal term ‖w − wᵏ‖²/(2η) (None: η = β)
 
 
 def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
     """τ_k = s̄/(k+1)² (the paper's, ``tau_decay=None``) or s̄·rᵏ; with ``tau_rel = θ``
     also at most θ times the outer loop's own error at the last iterate,
-    max(Definition-1 residual, ‖wᵏ − wᵏ⁻¹‖∞/β) (its stationarity is at most τ_{k−1} +
-    ‖wᵏ − wᵏ⁻¹‖∞/β by (10): what the inner solver was asked for) — a relative error
+    max(Definition-1 residual, ‖wᵏ − wᵏ⁻¹‖∞/η) (its stationarity is at most τ_{k−1} +
+    ‖wᵏ − wᵏ⁻¹‖∞/η by (10): what the inner solver was asked for) — a relative error
     criterion in the spirit of Solodov & Svaiter's for the proximal point method: once
     the multipliers settle, the next subproblem is solved to the final accuracy at once
     instead of a decade per outer iteration.  Never below ε₁/10 (a smaller τ_k cannot
@@ -61,19 +67,21 @@ def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
     tau = s_bar / (k + 1) ** 2 if tau_decay is None else s_bar * tau_decay ** k
     if tau_rel is not None and history:
         last = history[-1]
-        tau = min(tau, tau_rel * max(last["definition1"], last["step"] / last["beta"]))
+        step = last["step"] / _eta(last["beta"], last.get("eta"))
+        tau = min(tau, tau_rel * max(last["definition1"], step))
     return max(tau, eps1 / 10)
 
 
-def _start(fed, inner, k, w, beta, tau, update, previous=None, extra=None):
+def _start(fed, inner, k, w, beta, eta, tau, update, previous=None, extra=None):
     """One round: ``al.update`` (with ``update``) or ``al.begin`` (with ``extra``: the
-    scaling), plus the inner solver's first message for subproblem k, centred at ``w``
-    (``previous``: the finished subproblem's state)."""
+    scaling), plus the inner solver's first message for subproblem k (penalty β,
+    proximal term ‖· − w‖²/(2η)), centred at ``w`` (``previous``: the finished
+    subproblem's state)."""
     payload, per_client = inner.start_message(k, beta, previous)
     kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
     replies = fed.broadcast(kind, {"w": w, "beta": beta, **(extra or {}), **payload},
                             per_client=per_client, include_server=True)
-    return replies, inner.begin(replies, w, tau, beta, previous)
+    return replies, inner.begin(replies, w, tau, beta, previous, eta=eta)
 
 
 def _kkt_round(problem, w, replies, previous):
@@ -92,8 +100,8 @@ def _kkt_round(problem, w, replies, previous):
 def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, callback):
     """Run outer iterations from the state ``s`` (updated in place, round by round) with
     the ``inner`` solver (:class:`~.inner.InnerSolver`: all this calls of it), and
-    the outer loop's ``settings`` (``max_outer``, ``s_bar``, ``tau_decay``, ``tau_rel``
-    and ``beta_max`` of a :class:`~constrfl.settings.NewtonSettings` or
+    the outer loop's ``settings`` (``max_outer``, ``s_bar``, ``tau_decay``, ``tau_rel``,
+    ``beta_max`` and ``eta_max`` of a :class:`~constrfl.settings.NewtonSettings` or
     :class:`~constrfl.settings.ADMMSettings`).
 
     Returns ``(status, message)``: ``"optimal"``, ``"max_iterations"``,
@@ -108,7 +116,7 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
-            replies, s.inner = _start(fed, inner, k, w_prev, s.beta,
+            replies, s.inner = _start(fed, inner, k, w_prev, s.beta, _eta(s.beta, s.eta),
                                       tau_schedule(k, s_bar, tau_decay, eps1, tau_rel,
                                                    s.history),
                                       update=False, extra=problem.begin_payload())
@@ -118,21 +126,23 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         w_new, converged = inner.run(fed, s.inner, s.beta)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
-        tau, iterations, beta = s.inner.tau, s.inner.iterations, s.beta
+        tau, iterations = s.inner.tau, s.inner.iterations
+        beta, eta = s.beta, _eta(s.beta, s.eta)
         certificate = s.inner.certificate
-        following_beta = next_beta(s.history, beta, beta_max, eps)
+        following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
+                                                       settings.eta_max, eps)
         # τ_{k+1} depends on this round's KKT residuals (tau_rel): set once they are in
-        replies, following = _start(fed, inner, k + 1, w_new, following_beta, np.nan,
-                                    update=True, previous=s.inner)
+        replies, following = _start(fed, inner, k + 1, w_new, following_beta, following_eta,
+                                    np.nan, update=True, previous=s.inner)
         kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
         s.w, s.k, s.multipliers, s.inner = w_new, k + 1, mults, following
-        s.beta = following_beta
+        s.beta, s.eta = following_beta, following_eta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
-        rec = dict(k=k, tau=tau, certificate=certificate, beta=beta,
+        rec = dict(k=k, tau=tau, certificate=certificate, beta=beta, eta=eta,
                    inner_iterations=iterations,
                    inner_converged=converged, step=dw, multiplier_step=mstep,
-                   rule11=dw + beta * tau <= beta * eps1 and mstep <= beta * eps2,
+                   rule11=dw + eta * tau <= eta * eps1 and mstep <= beta * eps2,
                    **_recorded(kkt), objective=objective, w_norm=float(np.max(np.abs(w_new))),
                    rounds=fed.traffic.rounds,
                    bytes_up=fed.traffic.bytes_up, bytes_down=fed.traffic.bytes_down)
@@ -168,7 +178,8 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         proof = evidence and ray_probe(problem, fed, w_prev, w_new, objective, eps2)
         if proof:
             return st.UNBOUNDED, evidence + proof
-        verdict = outer_stall(s.history, eps)
+        verdict = outer_stall(s.history, eps, repeats=s.inner.tau >= tau
+                              and (s.beta, s.eta) == (beta, eta))
         if verdict is not None:
             return verdict
     last = s.history[-1] if s.history else None
@@ -178,22 +189,35 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
             f"reached max_outer={max_outer} with {failed}{running_off(s.history)}")
 
 
-def outer_stall(history, eps):
+def outer_stall(history, eps, repeats=True):
     """``(status, message)`` when the outer loop can no longer make progress, else None:
-    an outer iteration that changed neither w nor the multipliers (every later one would
-    repeat it exactly).  With the largest residual ratio ρ = max(stationarity/ε₁,
-    feasibility/ε₂, complementarity/ε₂) ≤ ``INACCURATE_FACTOR`` it ends
-    ``"optimal_inaccurate"``, beyond it ``"numerical_error"`` (no progress is left in
-    floating point)."""
+
+    * an outer iteration that changed neither w nor the multipliers, when the next
+      subproblem is the same one (``repeats``: the same β and η, and a τ no tighter), so
+      that every later iteration would repeat it exactly (a first subproblem whose τ₀
+      the start point already meets changes nothing, and the next, tighter one moves:
+      min −10⁻³w s.t. w ≤ 10⁴ ended ``numerical_error`` at w⁰ before that condition); or
+    * ``STALL_WINDOW`` outer iterations in a row whose subproblems all stalled (the
+      inner solver's own stall test: τ_k below the rounding level of ∇Ψ_k) without
+      halving the best residual ratio of the iterations before (measured: Maros–Meszaros
+      QBORE3D, 5 clients, 100 such iterations of ~21 Newton steps, the stationarity
+      between 1e-5 and 5e-5 at f* to 9 digits, until the time limit).
+
+    With the last residual ratio ρ = max(stationarity/ε₁, feasibility/ε₂,
+    complementarity/ε₂) ≤ ``INACCURATE_FACTOR`` it ends ``"optimal_inaccurate"``,
+    beyond it ``"numerical_error"`` (no progress is left in floating point)."""
     if not history:
         return None
     last = history[-1]
-    if last["step"] != 0 or last["multiplier_step"] != 0:
-        return None
     eps1, eps2 = eps
-    ratio = max(last["stationarity"] / eps1, last["feasibility"] / eps2,
-                last["complementarity"] / eps2)
-    what = "an outer iteration changed neither w nor the multipliers"
+    if repeats and last["step"] == 0 and last["multiplier_step"] == 0:
+        what = "an outer iteration changed neither w nor the multipliers"
+    elif _subproblems_stalled(history, eps):
+        what = (f"the last {STALL_WINDOW} subproblems ended unsolved (their residual "
+                "stalled above τ_k) without halving the KKT residuals")
+    else:
+        return None
+    ratio = _residual_ratio(last, eps)
     failures = "; ".join(KKT.of(last).failures(eps1, eps2))
     if ratio <= st.INACCURATE_FACTOR:
         return (st.OPTIMAL_INACCURATE,
@@ -201,29 +225,66 @@ def outer_stall(history, eps):
     return st.NUMERICAL_ERROR, f"{what}: {failures}; no progress is left in floating point"
 
 
+def _residual_ratio(record, eps):
+    """max(stationarity/ε₁, feasibility/ε₂, complementarity/ε₂) of a history record."""
+    eps1, eps2 = eps
+    return max(record["stationarity"] / eps1, record["feasibility"] / eps2,
+               record["complementarity"] / eps2)
+
+
+def _subproblems_stalled(history, eps):
+    """The last ``STALL_WINDOW`` subproblems ended unconverged and their best residual
+    ratio is above half the best one before them."""
+    if len(history) <= STALL_WINDOW:
+        return False
+    recent, before = history[-STALL_WINDOW:], history[:-STALL_WINDOW]
+    if any(r["inner_converged"] for r in recent):
+        return False
+    best = min(_residual_ratio(r, eps) for r in before)
+    return min(_residual_ratio(r, eps) for r in recent) > 0.5 * best
+
+
 def _recorded(kkt):
     """The residuals and scales a history record keeps (:attr:`KKT.RECORDED`)."""
     return {key: getattr(kkt, key) for key in KKT.RECORDED}
 
 
-def next_beta(history, beta, beta_max, eps):
-    """The penalty of the next subproblem: β ← min(10β, β_max) when, over the last outer
-    iteration,
+def next_penalties(history, beta, eta, beta_max, eta_max, eps):
+    """The penalty β and the proximal parameter η of the next subproblem: β ← min(10β,
+    β_max) when, over the last outer iteration,
 
     * the violation at the newest iterate exceeds ε₂ and fell by less than 4× (the
       classic augmented-Lagrangian rule, Nocedal & Wright, Framework 17.3: update the
       multipliers when the violation fell enough, else raise the penalty), or
     * the stationarity exceeds ε₁ and the step ‖wᵏ⁺¹ − wᵏ‖∞ fell by less than 2×: the
-      proximal point iteration contracts like 1/(1 + βσ) on a σ-strongly convex
-      problem, so a slow contraction says β is small against the curvature (measured:
+      proximal point iteration contracts like 1/(1 + ησ) on a σ-strongly convex
+      problem, so a slow contraction says η is small against the curvature (measured:
       NP with ridge 1e-3 at d = 2,000, 35 outer iterations at β = 100, 7 with the rule).
+
+    η = β (the paper's Ψ_k) until β reaches β_max; from then on a slow contraction
+    raises η alone, η ← min(10η, η_max): the proximal method of multipliers with its
+    primal and dual steps apart (Rockafellar 1976; ProxQP's ρ and μ), a proximal point
+    method in the metric diag(I/η, I/β).  Where P is flat (LP-like QPs) the iterates
+    then cross the feasible set η/β times faster without a larger penalty, which would
+    make the subproblems' conditioning worse (measured: Maros–Meszaros QBORE3D, steps of
+    β·stationarity ≈ 11 an outer iteration over 200 iterations at β = 1e4).
 
     Early subproblems with a small β are well conditioned; the multiplier steps then
     make the final, larger-β ones nearly feasible from the start."""
-    if len(history) < 2 or beta >= beta_max:
-        return beta
+    if len(history) < 2:
+        return beta, eta
     eps1, eps2 = eps
     last, before = history[-1], history[-2]
     infeasible = last["feasibility"] > eps2 and last["feasibility"] > 0.25 * before["feasibility"]
     slow = last["stationarity"] > eps1 and last["step"] > 0.5 * before["step"]
-    return min(10.0 * beta, beta_max) if infeasible or slow else beta
+    if (infeasible or slow) and beta < beta_max:
+        beta = min(10.0 * beta, beta_max)
+    elif slow and not infeasible:
+        eta = min(10.0 * eta, eta_max)
+    return beta, max(eta, beta)
+
+
+def _eta(beta, eta):
+    """η of a state or history record (β where none was kept: files saved before η had
+    its own value)."""
+    return beta if eta is None else eta
