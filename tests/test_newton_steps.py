@@ -53,10 +53,10 @@ def test_prox_newton_point_descends_on_an_indefinite_hessian(seed):
 
 def test_relative_tolerance_is_a_fraction_of_the_step():
     from constrfl.solvers.newton import NewtonState, RELATIVE_ERROR, relative_tolerance
-    s = NewtonState(wk=np.zeros(3), tau=1e-8, x=np.array([0.0, -4.0, 1.0]))
-    bound = RELATIVE_ERROR * 4.0 / 10.0
-    assert relative_tolerance(s, 10.0, 0.9 * bound) == bound
-    assert relative_tolerance(s, 10.0, 1.1 * bound) == 0.0
+    s = NewtonState(wk=np.zeros(3), tau=1e-8, x=np.array([0.0, -4.0, 1.0]), eta=10.0)
+    bound = RELATIVE_ERROR * 4.0 / 10.0                  # σ‖x − wᵏ‖∞/η
+    assert relative_tolerance(s, 0.9 * bound) == bound
+    assert relative_tolerance(s, 1.1 * bound) == 0.0
 
 
 def _nearly_separable():

@@ -178,8 +178,8 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         proof = evidence and ray_probe(problem, fed, w_prev, w_new, objective, eps2)
         if proof:
             return st.UNBOUNDED, evidence + proof
-        verdict = outer_stall(s.history, eps, repeats=s.inner.tau >= tau
-                              and (s.beta, s.eta) == (beta, eta))
+        verdict = outer_stall(s.history, eps, repeats=s.inner is not None   # not restarted
+                              and s.inner.tau >= tau and (s.beta, s.eta) == (beta, eta))
         if verdict is not None:
             return verdict
     last = s.history[-1] if s.history else None
