@@ -12,7 +12,7 @@ from .federation import InProcessFederation
 from .problem import Problem
 from .progress import IterationTable, status_text
 from .result import KKT, SolveResult
-from .scaling import ScaledView, federated_scaling
+from .scaling import RowScaledView, ScaledView, federated_scaling
 from .settings import (AUTO_NEWTON_MAX_DIM, BASELINES, METHODS, NewtonSettings,
                        choose_inner, resume_settings, settings_for, tolerances)
 from .solvers.admm import ADMM
@@ -131,7 +131,7 @@ def execute(problem, method, eps, settings, fed, *, w0, seed, resume, verbose, p
                           multipliers=problem.zero_multipliers())
 
     def loop(s):
-        view = _scaled(problem, fed, s, settings.scaling and resume is None)
+        view = _scaled(problem, fed, s, settings.scaling, fresh=resume is None)
         inner = _inner_solver(view, method, settings, fed, eps)
         return proximal_al(view, fed, inner, s, eps, settings, report=report,
                            callback=callback)
@@ -145,11 +145,14 @@ def execute(problem, method, eps, settings, fed, *, w0, seed, resume, verbose, p
     return res
 
 
-def _scaled(problem, fed, s, fresh):
-    """The problem the solvers see: with ``fresh``, the scaling of §8a is measured at w⁰
-    (one round) and, unless every factor is 1, s.w becomes x⁰ = w⁰/D; a resumed solve
-    keeps its scaling."""
-    if fresh:
+def _scaled(problem, fed, s, scaling, fresh):
+    """The problem the solvers see.  ``scaling="rows"``: the problem, whose first
+    message asks the parties to scale their own far rows.  ``scaling=True``: with
+    ``fresh``, the scaling of §8a is measured at w⁰ (one round) and, unless every factor
+    is 1, s.w becomes x⁰ = w⁰/D; a resumed solve keeps its scaling."""
+    if scaling == "rows":
+        return RowScaledView(problem)
+    if scaling and fresh:
         found = federated_scaling(problem, fed, s.w)
         if found is not None:
             s.scale_columns, s.scale_objective = found

@@ -39,13 +39,16 @@ from .functions import Affine
 from .problem import Party
 from .prox import L1Ball, L2Ball, Piecewise, Zero, rescaled_pieces
 
-__all__ = ["column_stats", "equilibrate", "scaled_party", "scaled_regularizer", "Scaled",
-           "ScaledView", "federated_scaling",
-           "MIN_NORM", "COST_RANGE"]
+__all__ = ["column_stats", "row_scales", "row_scaling", "equilibrate", "scaled_party",
+           "scaled_regularizer", "Scaled", "ScaledView", "RowScaledView", "federated_scaling",
+           "MIN_NORM", "COST_RANGE", "ROW_RANGE"]
 
 MIN_NORM = 1e-4             # norms below this count as 1 (OSQP's MIN_SCALING)
 COST_RANGE = (1e-4, 1e4)    # the objective's factor c is clipped to this range
 MAX_HESSIAN_DIM = 2000      # above it the Hessian's columns are not measured
+#: ``scaling="rows"`` scales the rows whose gradient norm at w⁰ lies outside
+#: [1/ROW_RANGE, ROW_RANGE]
+ROW_RANGE = 16.0
 
 
 def _power_of_two(factor):
@@ -58,27 +61,54 @@ def _inverse_sqrt(norms):
     return _power_of_two(1.0 / np.sqrt(np.where(norms < MIN_NORM, 1.0, norms)))
 
 
-def column_stats(party, w):
-    """A party's statistics at w⁰ and its row scales: ``(reply, e_ineq, e_eq)``.
+def _jacobian(party, w):
+    """|Jᵢ(w)|: the absolute values of the party's stacked constraint Jacobian."""
+    return np.abs(np.vstack([party.c_value_jac(w)[1], party.h_jac(w)]))
 
-    reply: ``hessian_columns`` maxⱼ|∇²fᵢ(w)|ⱼₖ, ``jacobian_columns`` maxⱼ|Jᵢ(w)|ⱼₖ
-    and ``objective_grad`` ∇fᵢ(0); the row scales 1/√‖Jᵢⱼ(w)‖∞, one per slot that is
-    not scaled row by row (:func:`_row_by_row`)."""
-    d = w.size
-    H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
-    hessian_columns = (np.zeros(d) if H is None or np.ndim(H) == 0     # none measured
-                       else np.max(np.abs(H), axis=0, initial=0.0))
-    J = np.abs(np.vstack([party.c_value_jac(w)[1], party.h_jac(w)]))
-    rows = _inverse_sqrt(np.max(J, axis=1, initial=0.0))
+
+def row_scales(party, w, far=None, J=None):
+    """The party's row scales ``(e_ineq, e_eq)``: 1/√‖Jᵢⱼ(w)‖∞ (Ruiz's row step), one
+    per slot that is not scaled row by row (:func:`_row_by_row`); with ``far`` = R only
+    for the rows whose norm lies outside [1/R, R], the others 1."""
+    J = _jacobian(party, w) if J is None else J
+    norms = np.max(J, axis=1, initial=0.0)
+    rows = _inverse_sqrt(norms)
+    if far is not None:
+        rows[(norms <= far) & ((norms >= 1.0 / far) | (norms < MIN_NORM))] = 1.0
     start = 0
     for f, m in zip(party.constraints + party.equalities, party.ineq_sizes + party.eq_sizes):
         if not _row_by_row(f):                  # one factor for the slot: its least
             rows[start:start + m] = np.min(rows[start:start + m])
         start += m
+    return rows[:party.n_ineq], rows[party.n_ineq:]
+
+
+def row_scaling(party, w, far):
+    """What a party keeps in its state for the rows-only scaling (``scaling="rows"``):
+    its :func:`row_scales` with ``far``, and D = 1, c = 1 unless every factor is 1 (the
+    party then works unscaled, bit for bit)."""
+    e_ineq, e_eq = row_scales(party, w, far)
+    scales = {"scale_rows_ineq": e_ineq, "scale_rows_eq": e_eq}
+    if np.all(e_ineq == 1.0) and np.all(e_eq == 1.0):
+        return scales
+    return dict(scales, scale_columns=np.ones(w.size), scale_objective=1.0)
+
+
+def column_stats(party, w):
+    """A party's statistics at w⁰ and its row scales: ``(reply, e_ineq, e_eq)``.
+
+    reply: ``hessian_columns`` maxⱼ|∇²fᵢ(w)|ⱼₖ, ``jacobian_columns`` maxⱼ|Jᵢ(w)|ⱼₖ
+    and ``objective_grad`` ∇fᵢ(0); the row scales of :func:`row_scales`."""
+    d = w.size
+    H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
+    hessian_columns = (np.zeros(d) if H is None or np.ndim(H) == 0     # none measured
+                       else np.max(np.abs(H), axis=0, initial=0.0))
+    J = _jacobian(party, w)
+    e_ineq, e_eq = row_scales(party, w, J=J)
     reply = {"hessian_columns": hessian_columns,
              "jacobian_columns": np.max(J, axis=0, initial=0.0),
              "objective_grad": np.asarray(party.f_value_grad(np.zeros(d))[1], dtype=np.float64)}
-    return reply, rows[:party.n_ineq], rows[party.n_ineq:]
+    return reply, e_ineq, e_eq
 
 
 def equilibrate(replies, regularizer):
@@ -180,3 +210,18 @@ class ScaledView:
     def begin_payload(self):
         """What the first subproblem's message brings the parties: D and c."""
         return {"scale_columns": self.D, "scale_objective": self.c}
+
+
+class RowScaledView:
+    """The server's view under ``scaling="rows"``: the problem as given, whose first
+    subproblem message asks each party to scale its own far rows (:func:`row_scaling`;
+    no round of its own, nothing the server needs to know)."""
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def __getattr__(self, name):
+        return getattr(self.problem, name)
+
+    def begin_payload(self):
+        return {"scale_rows": ROW_RANGE}

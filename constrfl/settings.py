@@ -103,8 +103,10 @@ class OuterSettings(_Record):
     tau_decay: float | None = 0.2
     #: also τ_k ≤ tau_rel × the outer loop's error at the last iterate; None: off
     tau_rel: float | None = 0.1
-    #: equilibrate rows, columns and objective first (:mod:`constrfl.scaling`; one round)
-    scaling: bool = False
+    #: "rows": each party scales its own constraint rows whose gradient norm at w⁰ is far
+    #: from 1 (no round); True: equilibrate rows, columns and objective first
+    #: (:mod:`constrfl.scaling`; one round); False: none
+    scaling: bool | str = "rows"
     #: ε_rel ≥ 0: optimal when stationarity ≤ ε₁ + ε_rel·S₁ and Definition 1 ≤ ε₂ +
     #: ε_rel·S₂ (the scales of :class:`~constrfl.result.KKT`); 0: ``tol`` alone
     eps_rel: float = 0.0
@@ -121,8 +123,8 @@ class OuterSettings(_Record):
         if not (real(self.eps_rel) and 0 <= self.eps_rel < np.inf):
             raise ValueError(f"eps_rel must be a finite number >= 0, got {self.eps_rel!r}")
         self._set("eps_rel", float(self.eps_rel))
-        if not isinstance(self.scaling, bool):
-            raise TypeError(f"scaling must be True or False, got {self.scaling!r}")
+        if not (isinstance(self.scaling, bool) or self.scaling == "rows"):
+            raise TypeError(f"scaling must be True, False or 'rows', got {self.scaling!r}")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 import constrfl as cf
 from constrfl import functions as fn
 from constrfl import problems, prox
-from constrfl.scaling import column_stats, equilibrate, scaled_regularizer
+from constrfl.scaling import (column_stats, equilibrate, row_scales, row_scaling,
+                              scaled_regularizer)
 
 RNG = np.random.default_rng(7)
 D = 2.0 ** RNG.integers(-6, 7, size=5)
@@ -134,3 +135,43 @@ def test_a_scaled_solve_resumes_bit_for_bit(tmp_path):
     assert rest.status == full.status == "optimal"
     np.testing.assert_array_equal(rest.w, full.w)
     assert rest.rounds == full.rounds
+
+
+def test_row_scales_touch_only_the_far_rows():
+    """Under ``scaling="rows"`` a row is scaled by 1/√‖∇cⱼ‖∞ (a power of two) only when
+    its norm lies outside [1/16, 16]; a zero row is left alone."""
+    C = np.array([[1e3, 0.0], [1.0, -2.0], [1e-3, 0.0], [0.0, 0.0], [0.0, 16.0]])
+    party = cf.Client(objective=fn.Quadratic(np.eye(2)), name="c",
+                      constraints=[fn.Affine(C, np.zeros(5))])
+    e, _ = row_scales(party, np.zeros(2), far=16.0)
+    np.testing.assert_array_equal(e, [2.0 ** -5, 1.0, 32.0, 1.0, 1.0])   # 1/√1e3 ≈ 2⁻⁵
+    assert "scale_columns" not in row_scaling(party, np.zeros(2), far=1e4)  # none far
+
+
+def test_row_scaled_solve_is_in_user_units():
+    """``scaling="rows"`` (the default): each party scales its own far rows, no round
+    and no change of variables; w, multipliers and residuals are the user's (cf.kkt at
+    the returned point equals res.kkt), and F(w) matches cvxpy's optimum."""
+    pytest.importorskip("cvxpy")
+    problem = _badly_scaled_qp()
+    res = cf.solve(problem, tol=1e-6)
+    assert res.settings["scaling"] == "rows" and res.status == "optimal", res.message
+    k = cf.kkt(problem, res.w, res.multipliers)
+    for name in ("stationarity", "feasibility", "complementarity"):
+        assert getattr(k, name) == pytest.approx(getattr(res.kkt, name), rel=1e-9,
+                                                 abs=1e-12)
+        assert getattr(k, name) <= 1e-6
+    ref = cf.certify(problem, res).reference_objective
+    assert abs(res.objective - ref) <= 1e-6 * max(1.0, abs(ref))
+    parties = res.state["parties"]                  # rows of 1e3, 1e-2 and 100 were scaled
+    assert all("scale_columns" in parties[c]["state"] for c in ("c0", "c1"))
+    assert "scale_columns" not in parties["server"]["state"]   # its one row: norm 1
+
+
+def test_rows_within_range_leave_the_solve_bit_for_bit():
+    """No row far from 1: the solve is the unscaled one, bit for bit."""
+    problem = problems.neyman_pearson(np.c_[X, np.ones(30)], Y01, np.repeat([0, 1, 2], 10),
+                                      0.6)
+    rows, off = cf.solve(problem, scaling="rows"), cf.solve(problem, scaling=False)
+    np.testing.assert_array_equal(rows.w, off.w)
+    assert rows.rounds == off.rounds and rows.status == off.status == "optimal"

@@ -7,6 +7,7 @@ import numpy as np
 from ..messages import MessageType as M
 from ..kkt import party_share
 from ..records import Multipliers
+from ..scaling import row_scaling
 from ..solvers.augmented import AugmentedTerm
 from .registry import handles
 
@@ -29,13 +30,16 @@ def kkt_share(party, w, mu, nu):
 
 @handles(M.AL_BEGIN)
 def al_begin(msg, state, ctx):
-    """Subproblem (9) at centre w; the first one may bring the scaling (D, c).  The
+    """Subproblem (9) at centre w; the first one may bring the scaling (D, c), or ask
+    the party to scale its own far rows at w (``scale_rows``, the first time).  The
     reply is the party's KKT share at (w, μ, ν) (what the solve reports when it stops
     before its first outer iteration ends)."""
     state = dict(state, beta=msg["beta"], wk=msg["w"])
     if "scale_columns" in msg:
         state.update(scale_columns=msg["scale_columns"],
                      scale_objective=msg["scale_objective"])
+    elif "scale_rows" in msg and "scale_rows_ineq" not in state:
+        state.update(row_scaling(ctx.party, msg["w"], msg["scale_rows"]))
     party = ctx.view(state).party
     return kkt_share(party, msg["w"], state["mu"], state["nu"]), state
 
