@@ -25,10 +25,13 @@ lo/D and the multipliers are then exact).  D ≡ 1 unless P is separable
 (:meth:`~constrfl.prox.Regularizer.pieces`); the objective is scaled only when P is
 separable or an indicator (a ball).
 
-**Off by default** (``scaling=False``): the proximal AL is not scale-invariant in the
-way an interior point method is.  Its proximal term ‖x − xᵏ‖²/(2β) weighs against the
-scaled objective's curvature, and Ruiz's scaling can shrink that curvature by orders of
-magnitude: docs/algorithms.md §8a has the measurements.
+This (``scaling=True``) is not the default: the proximal AL is not scale-invariant in
+the way an interior point method is.  Its proximal term ‖x − xᵏ‖²/(2η) weighs against
+the scaled objective's curvature, and Ruiz's scaling can shrink that curvature by
+orders of magnitude: docs/algorithms.md §8a has the measurements.  The default,
+``scaling="rows"``, is the row step alone, where it matters (:func:`row_scaling`): each
+party scales its own rows whose gradient norm at w⁰ lies outside [1/``ROW_RANGE``,
+``ROW_RANGE``], with no round, no change of variables, D = 1 and c = 1.
 """
 from __future__ import annotations
 

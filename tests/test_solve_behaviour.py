@@ -58,7 +58,8 @@ def test_message_accounting(monkeypatch):
     iteration (the multiplier/KKT round, which also starts the next subproblem).
     Floats per client (each client here has one constraint row, μᵢ ∈ R; ρ="auto":
     each block chooses its first ρᵢ):
-    start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
+    start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian,
+                and the row-scaling range (``scaling="rows"``)
                 up vᵢ, ρᵢ, Jᵢ (no rows: cold), and the KKT share at w⁰ (μᵢ, ∇ℓᵢ,
                 feasibility, complementarity, Definition 1, the scales S₁ and S₂, fᵢ)
     ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
@@ -72,7 +73,7 @@ def test_message_accounting(monkeypatch):
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
     assert len(rows) == n * K and sum(rows) > 0
-    assert res.bytes_down == 8 * n * ((d + 7) + T * (d + 1) + K * (d + 7))
+    assert res.bytes_down == 8 * n * ((d + 8) + T * (d + 1) + K * (d + 7))
     assert res.bytes_up == 8 * (n * ((d + 1) + (1 + d + 6) + T * (2 * d + 2)
                                      + K * (1 + d + 6 + d))
                                 + d * sum(rows))
@@ -86,8 +87,8 @@ def test_message_accounting_federated_newton(monkeypatch):
     its value at 3 shorter steps.  Rounds: the start-up, the evaluation rounds and one
     per outer iteration, which carries the next subproblem's first evaluation.  The
     evaluations are counted by spying on one client's AL term.  Floats per client:
-    down w, order (+ β on the start-up and outer rounds; + x and 3 step lengths on a
-    line-search round); up the values (1, or 4 on a line-search round), the gradient, the
+    down w, order (+ β on the start-up and outer rounds, + the row-scaling range on the
+    start-up; + x and 3 step lengths on a line-search round); up the values (1, or 4 on a line-search round), the gradient, the
     Hessian triangle, and on the outer rounds μᵢ, ∇ℓᵢ and 4 residual scalars."""
     from constrfl.solvers import augmented
     calls = {0: 0, 1: 0, 2: 0}
@@ -116,7 +117,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     assert calls[0] == 3 * searches and searches > 0
     plain = res.rounds - searches - 1 - K                  # evaluations after a short step
     tri = d * (d + 1) // 2
-    assert res.bytes_down == 8 * n * ((1 + K) * (d + 2) + plain * (d + 1)
+    assert res.bytes_down == 8 * n * (1 + (1 + K) * (d + 2) + plain * (d + 1)
                                       + searches * (2 * d + 4))
     assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 3
                                     + (1 + K) * (1 + d + 6))   # KKT shares: w⁰, outer
