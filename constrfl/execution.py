@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import numpy as np
+
 from . import status as st
 from .control import checkpoint, interruptible, restore
 from .errors import SolveStop
@@ -46,6 +48,9 @@ def run(fed, resume, fresh, loop, describe, progress, start):
         error = stop if (stop.__cause__ is not None or stop.status in st.FAILED) else None
     except KeyboardInterrupt:
         status, message = st.INTERRUPTED, "interrupted (KeyboardInterrupt)"
+    except np.linalg.LinAlgError as err:     # the server's arithmetic: its last iterate
+        status, message = st.NUMERICAL_ERROR, f"the server's linear algebra failed: {err}"
+        error = err
     return s, Outcome(status, message, error, previous + time.perf_counter() - start)
 
 

@@ -151,7 +151,9 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
     guess (:func:`_on_pieces`) is tried, and returned when its residual is ≤ ``tol``
     or at the rounding level n·u·max(|Q||z| + |c|)
     (measured: 17–28 iterations on the QE226 subproblems where the active-set steps
-    cycle, residuals ~1e-10).  After ``INTERIOR_STEPS`` iterations: the last iterate,
+    cycle, residuals ~1e-10).  After ``INTERIOR_STEPS`` iterations, or when a
+    factorization fails (barrier terms y/s beyond what a Cholesky factorization of
+    Q + diag(y/s + w/t) resolves; Maros–Meszaros QCAPRI, 1 client): the last iterate,
     in the box."""
     fixed = lo == hi
     if fixed.any():
@@ -184,7 +186,10 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
                 np.max(np.abs(Q) @ np.abs(exact) + np.abs(c)))
             if _residual(Q, c, 0.0, lo, hi, exact) <= max(tol, rounding):
                 return exact
-        z, s, t, y, w = _mehrotra_step(Q, c, L, U, z, s, t, y, w, m)
+        try:
+            z, s, t, y, w = _mehrotra_step(Q, c, L, U, z, s, t, y, w, m)
+        except np.linalg.LinAlgError:
+            break
     return np.clip(z, lo, hi)
 
 
