@@ -134,7 +134,10 @@ def equilibrate(replies, regularizer):
 
 def scaled_regularizer(P, D, c):
     """``x ↦ c·P(Dx)``: for a separable P its pieces (cqD², cλD, lo/D, hi/D) as a
-    :class:`~constrfl.prox.Piecewise`; an indicator (D ≡ 1) is itself."""
+    :class:`~constrfl.prox.Piecewise`; an indicator (D ≡ 1), or any P at D ≡ 1 and
+    c = 1, is itself."""
+    if c == 1.0 and np.all(D == 1.0):
+        return P
     pieces = P.pieces(D.size)
     if pieces is None:
         if not np.all(D == 1.0) or not (c == 1.0 or isinstance(P, (Zero, L1Ball, L2Ball))):
@@ -174,10 +177,18 @@ class Scaled:
 
 def scaled_party(party, D, c, e_ineq, e_eq):
     """The party's functions of x: ``c·fᵢ(Dx)``, ``eᵢ∘cᵢ(Dx)``, ``eᵢ∘hᵢ(Dx)`` (built by
-    the party itself from its own data); ``.user`` keeps the original (:class:`Scaled`)."""
-    f = None if party.objective is None else c * party.objective.rescaled(D)
-    cons = _scaled_rows([g.rescaled(D) for g in party.constraints], party.ineq_sizes, e_ineq)
-    eqs = _scaled_rows([h.rescaled(D) for h in party.equalities], party.eq_sizes, e_eq)
+    the party itself from its own data; a factor of 1 leaves a function as it is, so
+    the rows-only scaling copies no data but its scaled rows); ``.user`` keeps the
+    original (:class:`Scaled`)."""
+    unit = bool(np.all(D == 1.0))
+
+    def moved(g):
+        return g if unit else g.rescaled(D)
+    f = party.objective
+    if f is not None and not (unit and c == 1.0):
+        f = c * moved(f)
+    cons = _scaled_rows([moved(g) for g in party.constraints], party.ineq_sizes, e_ineq)
+    eqs = _scaled_rows([moved(h) for h in party.equalities], party.eq_sizes, e_eq)
     out = object.__new__(type(party))
     Party.__init__(out, f, cons, eqs, party.name)
     out.user = Scaled(party, D, c, e_ineq, e_eq)
@@ -191,17 +202,31 @@ def federated_scaling(problem, fed, w0):
     return equilibrate(list(replies.values()), problem.regularizer)
 
 
-class ScaledView:
-    """The server's view of the scaled problem: P̃ = c·P(D·) for the solvers, the
-    user's P and w = Dx for the KKT round and the result; everything else is the
-    problem's (:class:`~constrfl.problem.ServerView`)."""
+class RowScaledView:
+    """The server's view under ``scaling="rows"``: the problem as given (everything is
+    the problem's, :class:`~constrfl.problem.ServerView`), whose first subproblem
+    message asks each party to scale its own far rows (:func:`row_scaling`; no round of
+    its own, nothing the server needs to know)."""
 
-    def __init__(self, problem, D, c):
-        self.problem, self.D, self.c = problem, D, c
-        self.regularizer = scaled_regularizer(problem.regularizer, D, c)
+    def __init__(self, problem):
+        self.problem = problem
 
     def __getattr__(self, name):
         return getattr(self.problem, name)
+
+    def begin_payload(self):
+        return {"scale_rows": ROW_RANGE}
+
+
+class ScaledView(RowScaledView):
+    """The server's view of the scaled problem (``scaling=True``): P̃ = c·P(D·) for the
+    solvers, the user's P and w = Dx for the KKT round and the result; everything else
+    is the problem's."""
+
+    def __init__(self, problem, D, c):
+        super().__init__(problem)
+        self.D, self.c = D, c
+        self.regularizer = scaled_regularizer(problem.regularizer, D, c)
 
     @property
     def user_regularizer(self):
@@ -214,17 +239,3 @@ class ScaledView:
         """What the first subproblem's message brings the parties: D and c."""
         return {"scale_columns": self.D, "scale_objective": self.c}
 
-
-class RowScaledView:
-    """The server's view under ``scaling="rows"``: the problem as given, whose first
-    subproblem message asks each party to scale its own far rows (:func:`row_scaling`;
-    no round of its own, nothing the server needs to know)."""
-
-    def __init__(self, problem):
-        self.problem = problem
-
-    def __getattr__(self, name):
-        return getattr(self.problem, name)
-
-    def begin_payload(self):
-        return {"scale_rows": ROW_RANGE}

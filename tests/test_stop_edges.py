@@ -4,6 +4,7 @@ import pytest
 
 import constrfl as cf
 from builders import np_problem
+from constrfl import functions as fn, prox
 
 
 def test_a_callback_that_raises_at_the_solution_leaves_it_optimal():
@@ -86,3 +87,19 @@ def test_resume_with_a_new_tolerance_uses_it():
     looser = cf.solve(p, resume=part, max_outer=200, tol=1e-4)
     assert looser.status == "optimal" and looser.kkt.meets(1e-4, 1e-4)
     assert looser.settings["tol"] == [1e-4, 1e-4]
+
+
+def test_a_linear_algebra_failure_in_the_server_ends_numerical_error(monkeypatch):
+    """Any LinAlgError of the server's arithmetic is a status with the last iterate,
+    not an exception out of cf.solve."""
+    from constrfl.solvers import newton
+    problem = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(3), np.ones(3)))],
+                         regularizer=prox.Box(-0.5, 0.5))
+
+    def failing(*args):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    monkeypatch.setattr(newton, "prox_newton_point", failing)
+    res = cf.solve(problem)
+    assert res.status == "numerical_error" and "linear algebra" in res.message
+    assert isinstance(res.error, np.linalg.LinAlgError)
+    np.testing.assert_array_equal(res.w, problem.start_point())    # the last iterate: w⁰

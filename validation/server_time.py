@@ -52,8 +52,7 @@ class BroadcastClock:
         base.Federation.broadcast = self._original
 
 
-def measure(path, K, T):
-    qp = load_maros_meszaros(path)
+def measure(qp, K, T):
     problem = federated_qp(qp.P, qp.q, qp.A, qp.l, qp.u, qp.r, n_clients=K, name=qp.name)
     cf.solve(problem, tol=1e-6, max_time=min(T, 5.0))             # compile, untimed
     with BroadcastClock() as clock:
@@ -80,9 +79,10 @@ def main(argv=None):
         sys.exit(f"no Maros-Meszaros .mat files in {args.data}/maros_meszaros")
     t0, rows = time.perf_counter(), []
     for path in files:
-        if load_maros_meszaros(path).n > args.max_n:
+        qp = load_maros_meszaros(path)
+        if qp.n > args.max_n:
             continue
-        r = measure(path, args.clients, args.time_limit)
+        r = measure(qp, args.clients, args.time_limit)
         rows.append(r)
         print(f"{r['name']:10s} n={r['n']:4d} {r['status']:18s} rounds={r['rounds']:6d} "
               f"server {r['server_ms']:6.2f} ms/round", flush=True)

@@ -10,7 +10,6 @@ an error value for the backend to send.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import status as st

@@ -4,8 +4,8 @@
 The state is what a resume needs — plain data, saved with results and in the Flower
 sites' state files.  The :class:`PartyContext` holds the rest: the party's functions and
 what the handlers derive from them once and reuse for the solve (the scaled functions,
-an exact ADMM block's eigendecomposition, the row basis of (B1)).  It is never serialized: a resumed party
-derives them again, bit for bit.
+an exact ADMM block's eigendecomposition, the row basis of (B1)).  It is never
+serialized: a resumed party derives them again, bit for bit.
 """
 from __future__ import annotations
 

@@ -147,8 +147,7 @@ def _penalty_step(s, worst):
         return (f"β stays {s.beta:g}: the iterate's violation {violation:.3e} is within "
                 "2x of the best point's")
     s.beta *= 10.0
-    if s.eta is not None:
-        s.eta = max(s.eta, s.beta)
+    s.eta = max(s.eta, s.beta)
     s.inner = None          # the next subproblem restarts with the new β
     return f"β raised to {s.beta:g}"
 

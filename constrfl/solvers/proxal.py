@@ -52,7 +52,8 @@ class OuterState:
     scale_objective: float = 1.0
     last_check: int = 0        # outer iteration of the last infeasibility check
     start: dict = None         # KKT residuals and objective at w⁰ (the first al.begin)
-    eta: float = None          # η of the proximal term ‖w − wᵏ‖²/(2η) (None: η = β)
+    eta: float = None          # η of the proximal term ‖w − wᵏ‖²/(2η) (None: not set
+    #                            yet, or a state saved before η: η = β)
 
 
 def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
@@ -67,7 +68,7 @@ def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
     tau = s_bar / (k + 1) ** 2 if tau_decay is None else s_bar * tau_decay ** k
     if tau_rel is not None and history:
         last = history[-1]
-        step = last["step"] / _eta(last["beta"], last.get("eta"))
+        step = last["step"] / last.get("eta", last["beta"])     # files before η: β
         tau = min(tau, tau_rel * max(last["definition1"], step))
     return max(tau, eps1 / 10)
 
@@ -113,10 +114,12 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
     max_outer, s_bar, tau_decay, tau_rel, beta_max = (
         settings.max_outer, settings.s_bar, settings.tau_decay, settings.tau_rel,
         settings.beta_max)
+    if s.eta is None:
+        s.eta = s.beta
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
-            replies, s.inner = _start(fed, inner, k, w_prev, s.beta, _eta(s.beta, s.eta),
+            replies, s.inner = _start(fed, inner, k, w_prev, s.beta, s.eta,
                                       tau_schedule(k, s_bar, tau_decay, eps1, tau_rel,
                                                    s.history),
                                       update=False, extra=problem.begin_payload())
@@ -127,7 +130,7 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
         tau, iterations = s.inner.tau, s.inner.iterations
-        beta, eta = s.beta, _eta(s.beta, s.eta)
+        beta, eta = s.beta, s.eta
         certificate = s.inner.certificate
         following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
                                                        settings.eta_max, eps)
@@ -197,9 +200,9 @@ def outer_stall(history, eps, repeats=True):
       that every later iteration would repeat it exactly (a first subproblem whose τ₀
       the start point already meets changes nothing, and the next, tighter one moves:
       min −10⁻³w s.t. w ≤ 10⁴ ended ``numerical_error`` at w⁰ before that condition); or
-    * ``STALL_WINDOW`` outer iterations in a row whose subproblems all stalled (the
-      inner solver's own stall test: τ_k below the rounding level of ∇Ψ_k) without
-      halving the best residual ratio of the iterations before (measured: Maros–Meszaros
+    * ``STALL_WINDOW`` outer iterations in a row whose subproblems all ended unsolved
+      (the inner solver's stall test — τ_k below the rounding level of ∇Ψ_k — or its
+      cap) without halving the best residual ratio of the iterations before (measured: Maros–Meszaros
       QBORE3D, 5 clients, 100 such iterations of ~21 Newton steps, the stationarity
       between 1e-5 and 5e-5 at f* to 9 digits, until the time limit).
 
@@ -282,9 +285,3 @@ def next_penalties(history, beta, eta, beta_max, eta_max, eps):
     elif slow and not infeasible:
         eta = min(10.0 * eta, eta_max)
     return beta, max(eta, beta)
-
-
-def _eta(beta, eta):
-    """η of a state or history record (β where none was kept: files saved before η had
-    its own value)."""
-    return beta if eta is None else eta
