@@ -117,3 +117,26 @@ def test_a_failed_factorization_ends_the_interior_point_method_in_the_box(monkey
     z = proxstep._box_interior_point(Q, c, lo, hi, np.zeros(n), 0.0)
     assert calls == [1]                             # the first step failed, and ended it
     assert np.all((lo <= z) & (z <= hi))
+
+
+def test_the_last_interior_iterate_is_moved_onto_the_bounds_its_multipliers_hold():
+    """An interior point iterate 1e-20 above a bound whose multiplier is large has that
+    multiplier as its residual (the box's normal cone is {0} off the bound; Maros–Meszaros
+    QSCTAP1 stalled at a stationarity of 292 so); moved onto the bound it is exact."""
+    rng = np.random.default_rng(1)
+    n = 12
+    B = rng.standard_normal((n, n))
+    Q, lo, hi = B @ B.T + np.eye(n), np.zeros(n), np.full(n, np.inf)
+    active = np.arange(n) < 5
+    z_star = np.where(active, 0.0, rng.random(n) + 0.5)
+    # c makes z_star optimal, with multipliers 300 on the active bounds
+    c = -Q @ z_star + np.where(active, 300.0, 0.0)
+    z = z_star + np.where(active, 1e-20, 0.0)
+    before = proxstep._residual(Q, c, 0.0, lo, hi, z)
+    assert before >= 299
+    out = proxstep._crossover(Q, c, lo, hi, z, active, np.zeros(n, bool))
+    assert np.array_equal(out[active], lo[active])
+    assert proxstep._residual(Q, c, 0.0, lo, hi, out) <= 1e-12 * before
+    # a guess that would raise the residual leaves the iterate as it was
+    wrong = ~active
+    assert np.array_equal(proxstep._crossover(Q, c, lo, hi, z, wrong, np.zeros(n, bool)), z)

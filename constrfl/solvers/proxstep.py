@@ -11,7 +11,8 @@
       min_z Φ(z) = ½zᵀQz + cᵀz + Σⱼ λⱼ|zⱼ|  s.t.  lo ≤ z ≤ hi,   Q = H + diag(q),
       c = g − Hx,                                                                  (PQ)
 
-  solved **exactly** by :func:`separable_qp` in two phases:
+  solved **exactly** by :func:`separable_qp`: first the minimizer on the pieces of the
+  last iterate x (:func:`_on_kinks_of`, a warm start), then in two phases:
 
   1. a semismooth Newton method on the fixed-point equation z = prox_{h/δ}(z − ∇(½zᵀQz +
      cᵀz)/δ) with h = λ|·| + ι[lo, hi] and the Jacobi step δ = diag(Q) (the
@@ -63,9 +64,11 @@ def prox_newton_point(x, g, H, P, tol):
 
 
 def separable_qp(H, c, q, lam, lo, hi, z0, tol):
-    """Solve (PQ) from ``z0`` (clipped into the box): active-set steps (phase 1), then,
-    if their sets did not settle, projected Newton steps from the best point (phase 2);
-    an indefinite ``H + diag(q)`` is replaced by its positive model.  Phase 2 stops at a
+    """Solve (PQ) from ``z0`` (clipped into the box): the minimizer on z0's pieces when
+    it is the solution, else active-set steps (phase 1), then, if their sets did not
+    settle, the interior point method (no ℓ1 terms) or projected Newton steps from the
+    best point (phase 2); an indefinite ``H + diag(q)`` is replaced by its positive
+    model.  The projected Newton steps stop at a
     residual ``dist∞(0, ∂Φ(z)) ≤ tol``, when the arc search finds no decrease of Φ
     (the solution up to rounding), or after 50 + n steps."""
     Q = H + np.diag(q)
@@ -74,7 +77,11 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
     except np.linalg.LinAlgError:               # nonconvex parties: the positive model
         lam_h, V = positive_model(H, 1e-14)
         Q = (V * lam_h) @ V.T + np.diag(q)
-    z, exact = _active_set(Q, c, lam, lo, hi, np.clip(z0, lo, hi))
+    z0 = np.clip(z0, lo, hi)
+    z = _on_kinks_of(Q, c, lam, lo, hi, z0, tol)
+    if z is not None:
+        return z
+    z, exact = _active_set(Q, c, lam, lo, hi, z0)
     if exact:
         return z
     if not np.any(lam):
@@ -93,6 +100,23 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
             break
         z, g = step
     return z
+
+
+def _on_kinks_of(Q, c, lam, lo, hi, z0, tol):
+    """The warm start: the minimizer of Φ on the pieces of ``z0`` (the last Newton
+    iterate, itself an exact step, so on the kinks its solution chose): coordinates on a
+    kink where the slope of Φ holds them there stay, the others take the Newton system
+    of :func:`_on_pieces` on the piece they are on (or move towards).  Returned when it
+    is the solution (:func:`_solves`; one factorization), else None."""
+    g = Q @ z0 + c
+    pg = _descent_slopes(z0, g, lam, lo, hi)[0]
+    on_kink = (z0 == lo) | (z0 == hi) | ((lam > 0) & (z0 == 0))
+    at_kink = on_kink & (pg == 0)
+    sign = np.where(z0 != 0, np.sign(z0), -np.sign(pg))
+    z = _on_pieces(Q, c, lam, at_kink, np.where(at_kink, 0.0, sign), z0)
+    if not np.all(np.isfinite(z)) or np.any((z < lo) | (z > hi)):
+        return None
+    return z if _solves(Q, c, lo, hi, z, tol, lam) else None
 
 
 def _active_set(Q, c, lam, lo, hi, z):
@@ -175,22 +199,46 @@ def _box_interior_point(Q, c, lo, hi, z, tol):
     s, t = np.where(L, z - low, 1.0), np.where(U, high - z, 1.0)
     y = np.where(L, np.maximum(g, 0.0) + size, 0.0)
     w = np.where(U, np.maximum(-g, 0.0) + size, 0.0)
-    tried = None
+    tried = last = None
     for _ in range(INTERIOR_STEPS):
         guess = (L & (y > s), U & (w > t))
-        if tried is None or not all(np.array_equal(a, b) for a, b in zip(guess, tried)):
+        snapped = _crossover(Q, c, lo, hi, np.clip(z, lo, hi), *guess)
+        if _solves(Q, c, lo, hi, snapped, tol):
+            return snapped
+        held, last = _same(guess, last), guess
+        if held and not _same(guess, tried):
             tried = guess
             exact = np.clip(_on_pieces(Q, c, 0.0, guess[0] | guess[1], 0.0,
                                        np.where(guess[0], lo, hi)), lo, hi)
-            rounding = c.size * np.finfo(float).eps * float(
-                np.max(np.abs(Q) @ np.abs(exact) + np.abs(c)))
-            if _residual(Q, c, 0.0, lo, hi, exact) <= max(tol, rounding):
+            if _solves(Q, c, lo, hi, exact, tol):
                 return exact
         try:
             z, s, t, y, w = _mehrotra_step(Q, c, L, U, z, s, t, y, w, m)
         except np.linalg.LinAlgError:
             break
-    return np.clip(z, lo, hi)
+    return _crossover(Q, c, lo, hi, np.clip(z, lo, hi), L & (y > s), U & (w > t))
+
+
+def _same(sets, other):
+    return other is not None and all(np.array_equal(a, b) for a, b in zip(sets, other))
+
+
+def _solves(Q, c, lo, hi, z, tol, lam=0.0):
+    """Whether z (in the box) solves (PQ): ``dist∞(0, ∂Φ(z)) ≤ tol`` or the rounding
+    level of that residual's own evaluation, n·u·max(|Q||z| + |c|)."""
+    rounding = c.size * np.finfo(float).eps * float(np.max(np.abs(Q) @ np.abs(z) + np.abs(c)))
+    return _residual(Q, c, lam, lo, hi, z) <= max(tol, rounding)
+
+
+def _crossover(Q, c, lo, hi, z, at_lo, at_hi):
+    """The interior point method's last iterate ``z`` (in the box) with the coordinates
+    its multipliers put on a bound (``at_lo``, ``at_hi``: multiplier above slack) moved
+    onto it, when that lowers the residual: an iterate 1e-21 above a bound whose
+    multiplier is 292 has the residual 292 (the normal cone of the box is {0} off the
+    bound; Maros–Meszaros QSCTAP1), on the bound ~0."""
+    snapped = np.where(at_lo, lo, np.where(at_hi, hi, z))
+    return (snapped if _residual(Q, c, 0.0, lo, hi, snapped) <= _residual(Q, c, 0.0, lo, hi, z)
+            else z)
 
 
 def _mehrotra_step(Q, c, L, U, z, s, t, y, w, m):
