@@ -140,3 +140,28 @@ def test_the_last_interior_iterate_is_moved_onto_the_bounds_its_multipliers_hold
     # a guess that would raise the residual leaves the iterate as it was
     wrong = ~active
     assert np.array_equal(proxstep._crossover(Q, c, lo, hi, z, wrong, np.zeros(n, bool)), z)
+
+
+def test_far_from_the_origin_the_box_step_is_exact_in_the_step_form():
+    """|x| ~ 1e6 and an LP-like H ~ 1e5 (Maros–Meszaros QGROW7, where the step written
+    in z, with c = g − Hx, stopped at its rounding level n·u·|H||x| ~ 2e-2 and the solve
+    at a stationarity of 0.2): the step is exact up to the rounding of z itself."""
+    rng = np.random.default_rng(2)
+    n = 40
+    A = rng.standard_normal((n // 3, n))
+    H = 1e4 * A.T @ A + 1e-3 * np.eye(n)             # LP-like, as in the test above
+    x = np.where(rng.random(n) < 0.3, 0.0, 1e6 * (1 + rng.random(n)))
+    g = rng.standard_normal(n)
+    P = prox.Box(np.zeros(n), np.full(n, np.inf))
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert P.value(z) == 0.0
+    # exact up to the rounding of z itself: |H| times the spacing of the floats at z
+    floor = float(np.max(np.abs(H) @ np.spacing(np.abs(z))))
+    assert P.dist(z, g + H @ (z - x)) <= floor
+    # the oracle: cvxpy on the same QP in the step d (min gᵀd + ½dᵀHd, d ≥ −x)
+    d = cp.Variable(n)
+    L = np.linalg.cholesky(H)
+    cp.Problem(cp.Minimize(g @ d + 0.5 * cp.sum_squares(L.T @ d)), [d >= -x]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    phi = lambda v: g @ v + 0.5 * v @ H @ v                      # noqa: E731
+    assert phi(z - x) <= phi(np.maximum(d.value, -x)) + 1e-9 * abs(phi(d.value))
