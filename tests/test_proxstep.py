@@ -3,6 +3,7 @@ the exact solution of a box/ℓ1 QP.  Oracles: cvxpy/Clarabel on the same QP, an
 optimality conditions (dist∞(0, g + H(z − x) + ∂P(z)) = 0 up to rounding)."""
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from constrfl import prox
@@ -165,3 +166,35 @@ def test_far_from_the_origin_the_box_step_is_exact_in_the_step_form():
         solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     phi = lambda v: g @ v + 0.5 * v @ H @ v                      # noqa: E731
     assert phi(z - x) <= phi(np.maximum(d.value, -x)) + 1e-9 * abs(phi(d.value))
+
+
+def test_a_sparse_hessian_is_factored_sparse_to_the_same_exact_step(monkeypatch):
+    """n = 300, an LP-like Q with ~3% nonzeros (as the AL Hessian of a sparse QP): the
+    interior point method factors it sparse and ends at the step the dense
+    factorization gives, exact up to rounding; the sparse factorization is checked to
+    have run."""
+    rng = np.random.default_rng(5)
+    n = 300
+    A = sp.random(n // 3, n, density=0.01, random_state=5, format="csr")
+    H = (1e4 * (A.T @ A)).toarray() + 1e-3 * np.eye(n)
+    g = 100 * rng.standard_normal(n)
+    lo = np.where(rng.random(n) < 0.5, -1.0, 0.0)
+    hi = np.where(rng.random(n) < 0.5, 1.0, np.inf)
+    P, x = prox.Box(lo, hi), np.zeros(n)
+    assert proxstep._sparse_copy(H) is not None
+    factored = []
+    factor = proxstep._factor
+    monkeypatch.setattr(proxstep, "_factor",
+                        lambda Q, Qs, d: factored.append(Qs is not None) or factor(Q, Qs, d))
+    monkeypatch.setattr(proxstep, "_on_kinks_of", lambda *a: None)    # straight to the IPM
+    monkeypatch.setattr(proxstep, "ACTIVE_SET_STEPS", 0)
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert factored and all(factored)
+    rounding = n * 1e-16 * (np.abs(H) @ np.abs(z) + np.abs(g)).max()
+    assert P.dist(z, g + H @ (z - x)) <= rounding
+    monkeypatch.setattr(proxstep, "SPARSE_MIN_DIM", n + 1)             # the dense route
+    factored.clear()
+    z_dense = prox_newton_point(x, g, H, P, 0.0)
+    assert factored and not any(factored)
+    phi = lambda v: g @ v + 0.5 * v @ H @ v                      # noqa: E731
+    assert phi(z) == pytest.approx(phi(z_dense), rel=1e-12, abs=1e-9)
