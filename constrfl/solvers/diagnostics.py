@@ -93,12 +93,14 @@ def domain(P, dim):
     return Box(*pieces[2:])
 
 
-def violation_check(problem, fed, s, eps2, inner="newton"):
+def violation_check(problem, fed, s, eps, inner="newton"):
     """Solve the violation-minimization problem from ``s.w``; return the verdict text if
     the problem is proven infeasible, else record the evidence in the history, take the
     penalty step (:func:`_penalty_step`) and return None.  By the solve's ``inner``
     Newton variant where dom P is everything (``"newton-cg"``: no Hessians travel;
-    ``"newton-basis"``: Hessians in the row bases), else by proximal Newton."""
+    ``"newton-basis"``: Hessians in the row bases), else by proximal Newton.
+    ``eps = (ε₁, ε₂)``."""
+    eps1, eps2 = eps
     dom = domain(problem.regularizer, s.w.size)
     smooth = isinstance(dom, Zero)
     newton = Newton(dom, s.w.size, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
@@ -133,19 +135,28 @@ def violation_check(problem, fed, s, eps2, inner="newton"):
                  if bound > 0 else f"no positive lower bound ({how})")
         note = f"≤ {best}; {proof}: not proven infeasible"
     s.history[-1]["infeasibility_check"] = (f"min ‖[c]₊‖² + ‖h‖² over dom P {note}; "
-                                            + _penalty_step(s, worst))
+                                            + _penalty_step(s, worst, eps1))
     return None
 
 
-def _penalty_step(s, worst):
+def _penalty_step(s, worst, eps1):
     """After a check without proof: β ← 10β when the iterate violates its constraints
     by more than twice the best point's largest violation (β is what keeps it from
     there); otherwise β stays (a larger β cannot take the iterates below the minimum
-    violation, and would only make the subproblems harder).  Returns the note."""
+    violation, and would only make the subproblems harder).  Also beyond ``beta_max``
+    (a fixed small β, the paper's, whose violation stalls), but not to where the
+    subproblems' rounding passes ε₁: the AL Hessian β∇c∇cᵀ times the spacing of the
+    floats at w, ~10β·spacing(‖w‖∞) for rows of norm ~1 (Maros–Meszaros QGROW7,
+    ‖w‖∞ ≈ 1e6: raised from 1e4 to 1e5 it stalled at a stationarity of 1e-5; at 1e4 it
+    is optimal).  Returns the note."""
     violation = s.history[-1]["feasibility"]
     if not violation > 2 * worst:
         return (f"β stays {s.beta:g}: the iterate's violation {violation:.3e} is within "
                 "2x of the best point's")
+    rounding = 10.0 * s.beta * float(np.spacing(max(float(np.max(np.abs(s.w))), 1.0)))
+    if rounding > eps1:
+        return (f"β stays {s.beta:g}: at 10β the subproblems' rounding, 10β·spacing(‖w‖∞) "
+                f"= {rounding:.1e}, would exceed ε₁")
     s.beta *= 10.0
     s.eta = max(s.eta, s.beta)
     s.inner = None          # the next subproblem restarts with the new β

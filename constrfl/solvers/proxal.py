@@ -174,7 +174,7 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         if stop:
             raise SolveStop(f"the callback asked to stop after outer iteration {k}")
         if stalled(s.history, s.last_check, eps2):
-            verdict = violation_check(problem, fed, s, eps2, settings.inner)
+            verdict = violation_check(problem, fed, s, eps, settings.inner)
             if verdict is not None:
                 return st.INFEASIBLE, verdict
         evidence = unbounded(s.history, eps2)
