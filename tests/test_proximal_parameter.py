@@ -66,3 +66,46 @@ def test_an_unchanged_iterate_is_no_stall_when_the_next_subproblem_differs():
                     definition1=0.0, step=0.0, multiplier_step=0.0)]
     assert outer_stall(nothing, EPS, repeats=False) is None
     assert outer_stall(nothing, EPS, repeats=True)[0] == st.OPTIMAL_INACCURATE
+
+
+def _stalled(beta, definition1=0.0, converged=False):
+    return dict(feasibility=definition1, stationarity=3e-6, step=1e-3, beta=beta,
+                definition1=definition1, inner_converged=converged)
+
+
+def test_subproblems_stalled_at_feasible_points_lower_beta():
+    """Three subproblems in a row at this β ended unsolved at feasible, not yet stationary
+    iterates: β ← β/10 (η stays), not below the first β; not when one of them was
+    solved, infeasible, or at another β."""
+    first = _record(1.0, 1.0, 1.0) | dict(beta=100.0, definition1=1.0, inner_converged=True)
+    floor = [first] + [_stalled(1e4)] * 3
+    assert next_penalties(floor, 1e4, 1e6, 1e4, 1e6, EPS) == (1e3, 1e6)
+    assert next_penalties([first | dict(beta=1e4)] + [_stalled(1e4)] * 3,
+                          1e4, 1e6, 1e4, 1e6, EPS)[0] == 1e4           # the first β
+    for odd in (_stalled(1e4, converged=True), _stalled(1e4, definition1=1e-5),
+                _stalled(1e3)):
+        assert next_penalties([first, _stalled(1e4), odd, _stalled(1e4)],
+                              1e4, 1e6, 1e4, 1e6, EPS)[0] == 1e4
+
+
+def test_a_qp_far_from_the_origin_is_solved_to_tol():
+    """Maros–Meszaros QGROW7 (‖w*‖∞ ≈ 1.1e6, one client), where the subproblems' rounding
+    (β∇c∇cᵀ at the spacing of the floats at w) is near tol: it ended optimal_inaccurate
+    at 0.2 before the step form of the box step, at 1e-5 with β raised to 1e5 by the
+    penalty step; β is kept at 1e4 or lowered (the floor rule above).  Oracles: cf.kkt
+    recomputes the residuals, and the objective matches Clarabel's on the pooled QP."""
+    from conftest import dataset_dir
+    from constrfl.problems import federated_qp
+    from constrfl.problems.datasets import load_maros_meszaros
+    import scipy.sparse as sp
+    cp = pytest.importorskip("cvxpy")
+    qp = load_maros_meszaros(dataset_dir("maros_meszaros") / "QGROW7.mat")
+    problem = federated_qp(qp.P, qp.q, qp.A, qp.l, qp.u, qp.r, n_clients=1)
+    res = cf.solve(problem, tol=1e-6, max_time=120)
+    assert res.status == st.OPTIMAL, res.message
+    assert cf.kkt(problem, res.w, res.multipliers).meets(*EPS)
+    x = cp.Variable(qp.n)
+    ref = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, sp.csr_matrix(qp.P), assume_PSD=True)
+                                 + qp.q @ x), [qp.A @ x <= qp.u, qp.A @ x >= qp.l])
+    ref.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert res.objective == pytest.approx(ref.value + qp.r, rel=1e-7)

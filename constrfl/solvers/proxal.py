@@ -252,6 +252,10 @@ def _recorded(kkt):
     return {key: getattr(kkt, key) for key in KKT.RECORDED}
 
 
+#: subproblems in a row that stalled at feasible iterates before β is lowered
+FLOOR_WINDOW = 3
+
+
 def next_penalties(history, beta, eta, beta_max, eta_max, eps):
     """The penalty β and the proximal parameter η of the next subproblem: β ← min(10β,
     β_max) when, over the last outer iteration,
@@ -273,11 +277,25 @@ def next_penalties(history, beta, eta, beta_max, eta_max, eps):
     β·stationarity ≈ 11 an outer iteration over 200 iterations at β = 1e4).
 
     Early subproblems with a small β are well conditioned; the multiplier steps then
-    make the final, larger-β ones nearly feasible from the start."""
+    make the final, larger-β ones nearly feasible from the start.
+
+    β ← β/10 (not below the first β) when the last ``FLOOR_WINDOW`` subproblems, all at
+    this β, ended unsolved (their residual stalled above τ_k) at feasible iterates
+    (Definition 1 ≤ ε₂) that are not yet stationary: a subproblem's residual cannot go
+    below its rounding, the AL Hessian β∇c∇cᵀ times the spacing of the floats at w, and
+    what is left to fix is the multipliers, which a smaller β steps more finely
+    (Maros–Meszaros QSHARE1B and QGROW22, ‖w‖∞ ≈ 10⁶: the stationarity stalled at 2–4·10⁻⁶
+    at β = 10⁴, and reached 10⁻⁶ in the first subproblem at 10³)."""
     if len(history) < 2:
         return beta, eta
     eps1, eps2 = eps
     last, before = history[-1], history[-2]
+    floor = history[-FLOOR_WINDOW:]
+    if (len(floor) == FLOOR_WINDOW and beta > history[0]["beta"]
+            and last["stationarity"] > eps1
+            and all(not h["inner_converged"] and h["definition1"] <= eps2
+                    and h["beta"] == beta for h in floor)):
+        return beta / 10.0, eta
     infeasible = last["feasibility"] > eps2 and last["feasibility"] > 0.25 * before["feasibility"]
     slow = last["stationarity"] > eps1 and last["step"] > 0.5 * before["step"]
     if (infeasible or slow) and beta < beta_max:
