@@ -148,7 +148,7 @@ def _active_set(Q, c, lam, lo, hi, z, Qs=None):
     best, best_phi, used, since = z, _phi(z, g, c, lam), None, 0
     for _ in range(ACTIVE_SET_STEPS):
         sets, values = _prox_sets(z - g / delta, lam / delta, lo, hi)
-        if used is not None and all(np.array_equal(a, b) for a, b in zip(sets, used)):
+        if _same(sets, used):
             return z, True
         z = _on_pieces(Q, c, lam, *sets, values, Qs)
         if not np.all(np.isfinite(z)):
@@ -173,14 +173,15 @@ def _on_pieces(Q, c, lam, at_kink, sign, values, Qs=None):
     if free.size:
         fixed = np.flatnonzero(at_kink)
         rhs = (c + lam * sign)[free] + Q[np.ix_(free, fixed)] @ z[fixed]
-        z[free] = np.nan
+        step = None
         if Qs is not None and free.size >= SPARSE_MIN_DIM:
             try:
-                z[free] = -_sparse_solve(Qs[free][:, free])(rhs)
+                step = -_sparse_solve(Qs[free][:, free])(rhs)
             except np.linalg.LinAlgError:
                 pass
-        if not np.all(np.isfinite(z[free])):
-            z[free] = newton_direction(Q[np.ix_(free, free)], rhs)
+        if step is None or not np.all(np.isfinite(step)):      # dense, or the model
+            step = newton_direction(Q[np.ix_(free, free)], rhs)
+        z[free] = step
     return z
 
 
@@ -196,16 +197,16 @@ def _prox_sets(y, t, lo, hi):
 def _box_interior_point(Q, c, lo, hi, z, tol):
     """(PQ) without ℓ1 terms (λ = 0), for when the active sets do not settle: Mehrotra's
     predictor-corrector interior point method on min ½zᵀQz + cᵀz, lo ≤ z ≤ hi (fixed
-    coordinates lo = hi eliminated), each iteration one Cholesky factorization of
-    Q + diag(y/s + w/t) (s, t the slacks of the finite bounds, y, w their multipliers);
-    once its bound guess (multiplier above slack) changes, the exact minimizer on that
-    guess (:func:`_on_pieces`) is tried, and returned when its residual is ≤ ``tol``
-    or at the rounding level n·u·max(|Q||z| + |c|)
-    (measured: 17–28 iterations on the QE226 subproblems where the active-set steps
-    cycle, residuals ~1e-10).  After ``INTERIOR_STEPS`` iterations, or when a
-    factorization fails (barrier terms y/s beyond what a Cholesky factorization of
-    Q + diag(y/s + w/t) resolves; Maros–Meszaros QCAPRI, 1 client): the last iterate,
-    in the box."""
+    coordinates lo = hi eliminated), each iteration one factorization of
+    Q + diag(y/s + w/t) (:func:`_factor`; s, t the slacks of the finite bounds, y, w
+    their multipliers).  Every iteration the iterate with its bound guess (multiplier
+    above slack) set on the bounds (:func:`_crossover`) is returned when it solves
+    (:func:`_solves`); once a guess has held two iterations, the exact minimizer on it
+    (:func:`_on_pieces`) is tried too (measured: 17–28 iterations on the QE226
+    subproblems where the active-set steps cycle, residuals ~1e-10).  After
+    ``INTERIOR_STEPS`` iterations, or when a factorization fails (barrier terms y/s
+    beyond what it resolves; Maros–Meszaros QCAPRI, 1 client): the crossover of the
+    last iterate, in the box."""
     fixed = lo == hi
     if fixed.any():
         keep, at = np.flatnonzero(~fixed), np.flatnonzero(fixed)
