@@ -363,7 +363,7 @@ def stacked_gram(X, s, term, h, b):
 
 
 @numba.njit(cache=True, inline="always")
-def _stacked_penalized(t, A, o, a0, o0, mu, beta):
+def stacked_penalized(t, A, o, a0, o0, mu, beta):
     """From the term values t: the value a₀ᵀt + o₀ + ‖p‖²/2β, c = At + o, p = [μ + βc]₊
     and the terms' weights b = a₀ + Aᵀp in the gradient and Hessian."""
     m, K = A.shape
@@ -389,7 +389,7 @@ def _stacked_gradient(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, grad):
     empty), c, and what its Hessian needs (p, b, ∇Tₖ, the rows' ℓ'')."""
     t, G, h = stacked_terms(X, y, s, term, logistic, w, grad)
     K, d = A.shape[1], w.shape[0]
-    val, c, p, b = _stacked_penalized(t, A, o, a0, o0, mu, beta)
+    val, c, p, b = stacked_penalized(t, A, o, a0, o0, mu, beta)
     g = np.zeros(d if grad else 0)
     if grad:
         for k in range(K):

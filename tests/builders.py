@@ -1,5 +1,6 @@
 """Small problem instances shared by the tests (synthetic, no files needed)."""
 import numpy as np
+import scipy.sparse as sp
 
 from constrfl import prox
 from constrfl.problems import lcqp, neyman_pearson
@@ -23,6 +24,29 @@ def wide_np(server_rows=0, seed=0):
     ids = stratified_split(data.y, WIDE_CLIENTS, seed=seed)
     return (data, server), neyman_pearson(data.X, data.y, ids, 0.3, server_data=server,
                                           regularizer=prox.SquaredL2(1e-2))
+
+
+def sparse_np(regularizer, clients=3, rows=60, dim=400, density=0.02, server_rows=0, seed=0):
+    """NP (30) on sparse rows (standard normal values at ``density``, labels from a sparse
+    linear model plus noise, an intercept column; ``inner="newton-basis"`` sends the
+    sparse Hessians (B4)); returns ``((X, y, ids, server), problem)``."""
+    rng = np.random.default_rng(seed)
+
+    def rows_of(n):
+        X = sp.random(n, dim - 1, density=density, random_state=rng, format="csr")
+        X.data = rng.standard_normal(X.nnz)
+        return X
+    coef = np.zeros(dim - 1)
+    coef[rng.choice(dim - 1, 10, replace=False)] = 3 * rng.standard_normal(10)
+
+    def labelled(X):
+        y = (X @ coef + 0.5 * rng.standard_normal(X.shape[0]) > 0).astype(int)
+        return sp.hstack([X, np.ones((X.shape[0], 1))], format="csr"), y
+    X, y = labelled(rows_of(clients * rows))
+    server = labelled(rows_of(server_rows)) if server_rows else None
+    ids = stratified_split(y, clients, seed=seed)
+    return (X, y, ids, server), neyman_pearson(X, y, ids, 0.3, server_data=server,
+                                               regularizer=regularizer)
 
 
 def np_problem(n_clients, r=0.4, rows=600, server_separation=None, regularizer=None, seed=0):

@@ -110,7 +110,7 @@ def test_certificate_bounds_true_subproblem_stationarity(solved):
     n = sum(1 for rows in ids if (data.y[rows] == 0).any())
     for s in states:
         w, wk, beta = s["w"], s["w_prev"], s["beta"]
-        g = (w - wk) / beta + lam * w
+        g = (w - wk) / s["eta"] + lam * w          # η: the proximal parameter
         for name, rows in zip([c.name for c in p.clients], ids):
             X, y = data.X[rows], data.y[rows]
             X0, X1 = X[y == 0], X[y == 1]
@@ -154,11 +154,17 @@ def test_traffic_counts_bases_and_cores(monkeypatch):
                                                        for c in p.clients)
 
 
-def test_needs_a_smooth_regularizer():
+def test_a_nonsmooth_regularizer_takes_proximal_newton_steps_in_the_bases():
+    """With L1, the server's proximal Newton point of the model (B2) (the iterative
+    solve of :mod:`constrfl.solvers.subspace`) gives cvxpy's optimum."""
     _, p = wide_np()
     p.regularizer = prox.L1(0.01)
-    with pytest.raises(ValueError, match="inner='newton-basis' needs a smooth regularizer"):
-        cf.solve(p, inner="newton-basis")
+    res = cf.solve(p, tol=1e-6, inner="newton-basis")
+    assert res.status == "optimal", res.message
+    ref = cf.certify(p, res.w, res.multipliers)
+    assert ref.reference_status == "optimal"
+    assert abs(res.objective - ref.reference_objective) <= 1e-6 * abs(ref.reference_objective)
+    assert res.kkt.stationarity <= 1e-6 and cf.kkt(p, res.w, res.multipliers) == res.kkt
 
 
 def test_interrupted_in_the_basis_rounds_resumes_bit_for_bit(monkeypatch, tmp_path):

@@ -1,5 +1,6 @@
 """The federated Newton inner solver (docs/algorithms.md §5), a party's side:
-``newton.eval`` (values, gradient, Hessian or its core in the row basis),
+``newton.eval`` (values, gradient, Hessian, or its compact form: the core in the row
+basis or the sparse entries, :mod:`constrfl.rowspace`),
 ``newton.hvp``, ``newton.basis``, and ``feas.eval`` (the same for the violation term of
 the infeasibility check, §3)."""
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..messages import MessageType as M, pack_upper, trial_steps
-from ..rowspace import basis_core, row_basis
+from ..rowspace import SparseGram, basis_core, gram_values, hessian_form
 from ..solvers.augmented import AugmentedTerm
 from .al import term as al_term
 from .registry import handles
@@ -16,24 +17,34 @@ __all__ = ["newton_eval", "newton_hvp", "newton_basis", "feas_eval"]
 
 
 def _basis(ctx):
-    """The party's row basis (B1), or None: computed once a solve, kept on its context."""
-    return ctx.memo("basis", None, lambda: row_basis(ctx.party))
+    """The compact form of the party's Hessian (:func:`~constrfl.rowspace.hessian_form`:
+    a row basis (B1), a sparse pattern (B4), or None): computed once a solve, kept on its
+    context."""
+    return ctx.memo("basis", None, lambda: hessian_form(ctx.party))
 
 
 def _evaluate(term, msg, ctx):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
     and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks; with
-    ``basis`` the Hessian as its core in the party's row basis where it has one."""
+    ``basis`` the Hessian in its compact form where the party has one: its core in the
+    row basis (B1), or its sparse entries and constraint rows (B4)."""
     order, w = msg["order"], msg["w"]
-    core = None
+    compact = None
     if order >= 2 and msg.get("basis"):
-        core = basis_core(term.party, _basis(ctx), w, term.beta, term.mu, term.objective)
-    val, g, H = term(w, 1 if core is not None else order)
+        form = _basis(ctx)
+        args = term.party, form, w, term.beta, term.mu, term.objective
+        if isinstance(form, SparseGram):
+            gram = gram_values(*args)
+            compact = None if gram is None else {"gram": gram[0], "lowrank": gram[1].ravel()}
+        else:
+            core = basis_core(*args)
+            compact = None if core is None else {"core": pack_upper(core)}
+    val, g, H = term(w, 1 if compact is not None else order)
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
         reply["grad"] = g
-    if core is not None:
-        reply["core"] = pack_upper(core)
+    if compact is not None:
+        reply.update(compact)
     elif order >= 2 and H is not None:      # no Hessian: the server goes quasi-Newton
         reply["hess"] = pack_upper(H)
     return reply
@@ -62,8 +73,12 @@ def newton_hvp(msg, state, ctx):
 @handles(M.NEWTON_BASIS)
 def newton_basis(msg, state, ctx):
     """Columns ``start`` to ``start + count`` of the party's row basis B (B1), as rows
-    (none without a basis or past its rank)."""
+    (none without a basis or past its rank); a party of sparse rows sends its pattern
+    (B4) instead, whole, at ``start`` 0."""
     basis = _basis(ctx)
+    if isinstance(basis, SparseGram):
+        return {"basis": np.zeros(0), "pattern": basis.pattern() if msg["start"] == 0
+                else np.zeros(0)}, state
     B = np.zeros((0, 0)) if basis is None else basis[0]
     return {"basis": np.ascontiguousarray(B.T[msg["start"]:msg["start"] + msg["count"]])
             .ravel()}, state

@@ -99,11 +99,10 @@ class Newton:
         # a smooth P = ½Σqⱼxⱼ² is folded into ψ (a scalar for a plain ridge)
         self.ridge = 0.0 if q is None else (q[0] if np.all(q == q[0]) else q)
         self.P = regularizer if q is None else Zero()
-        if (cg or basis) and q is None:
-            name = "newton-cg" if cg else "newton-basis"
-            raise ValueError(f"inner={name!r} needs a smooth regularizer (none or a ridge "
-                             f"such as SquaredL2), got {regularizer!r}; use inner='admm' "
-                             f"or 'newton'")
+        if cg and q is None:
+            raise ValueError(f"inner='newton-cg' needs a smooth regularizer (none or a "
+                             f"ridge such as SquaredL2), got {regularizer!r}; use "
+                             f"inner='newton-basis', 'admm' or 'newton'")
         self.max_iter, self.batch, self.cg, self.max_cg = max_iter, batch, cg, max_cg
         self.start_type = message_type
         # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
@@ -146,12 +145,13 @@ class Newton:
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
         cores = None
-        if all("hess" in r or "core" in r for r in replies) and any("core" in r for r in
-                                                                    replies):
+        compact = {n: r for n, r in named.items() if "core" in r or "gram" in r}
+        if compact and all("hess" in r or "core" in r or "gram" in r for r in replies):
             dense = [r["hess"] for r in replies if "hess" in r]
             H = unpack_upper(sum(dense), x.size) if dense else None
-            cores = {n: unpack_upper(r["core"], _side(r["core"].size))
-                     for n, r in named.items() if "core" in r}
+            cores = {n: (unpack_upper(r["core"], _side(r["core"].size)) if "core" in r
+                         else {"gram": r["gram"], "lowrank": r["lowrank"]})
+                     for n, r in compact.items()}
         elif all("hess" in r for r in replies):
             H = unpack_upper(sum(r["hess"] for r in replies), x.size)
             H.flat[::x.size + 1] += 1.0 / s.eta + self.ridge
@@ -239,13 +239,18 @@ class Newton:
         x, g, P = s.x, s.g, self.P
         if self.cg:
             d = self._cg(fed, s)
-        elif s.cores is not None:
+        elif s.cores is not None and isinstance(P, Zero):
             d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
                                      1.0 / s.eta + self.ridge, g)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:
-            z = prox_newton_point(x, g, s.H, P, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r)))
+            tol = min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r))
+            if s.cores is not None:
+                z = self.model.prox_point({n: s.bases[n] for n in s.cores}, s.cores, s.H,
+                                          1.0 / s.eta, x, g, P, tol)
+            else:
+                z = prox_newton_point(x, g, s.H, P, tol)
             if not np.all(np.isfinite(z)):
                 raise NonFiniteIterate("non-finite Newton step")
             return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
@@ -283,9 +288,11 @@ class Newton:
 
     def _fetch_bases(self, fed, s):
         """One ``newton.basis`` round when a party's basis is not complete yet
-        (``BASIS_COLUMNS`` more columns from each); False when all are."""
-        have = {n: (0 if n not in s.bases else s.bases[n].shape[0]) for n in s.cores}
-        short = [have[n] for n, C in s.cores.items() if have[n] < C.shape[0]]
+        (``BASIS_COLUMNS`` more columns from each, or a sparse party's whole pattern
+        (B4)); False when all are."""
+        have = {n: (0 if n not in s.bases else len(s.bases[n])) for n in s.cores}
+        short = [have[n] for n, C in s.cores.items()
+                 if (have[n] == 0 if isinstance(C, dict) else have[n] < C.shape[0])]
         if not short:
             return False
         start = min(short)
@@ -293,7 +300,11 @@ class Newton:
                                 include_server=True)
         bases = dict(s.bases)
         for n, r in replies.items():
-            if n in s.cores and have[n] == start and r["basis"].size:
+            if n not in s.cores or have[n] != start:
+                continue
+            if isinstance(s.cores[n], dict) and r.get("pattern", np.zeros(0)).size:
+                bases[n] = r["pattern"]
+            elif r["basis"].size:
                 rows = r["basis"].reshape(-1, s.x.size)
                 bases[n] = rows if n not in bases else np.vstack([bases[n], rows])
         s.bases = bases

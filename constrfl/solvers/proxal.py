@@ -29,7 +29,7 @@ from .inner import InnerSolver
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall", "next_penalties",
-           "STALL_WINDOW"]
+           "STALL_WINDOW", "first_eta"]
 
 #: outer iterations in a row of stalled subproblems without progress that end a solve
 #: (:func:`outer_stall`)
@@ -115,7 +115,8 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         settings.max_outer, settings.s_bar, settings.tau_decay, settings.tau_rel,
         settings.beta_max)
     if s.eta is None:
-        s.eta = s.beta
+        s.eta = first_eta(problem.regularizer, problem.dim, s.beta, beta_max,
+                          settings.eta_max)
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
@@ -250,6 +251,25 @@ def _subproblems_stalled(history, eps):
 def _recorded(kkt):
     """The residuals and scales a history record keeps (:attr:`KKT.RECORDED`)."""
     return {key: getattr(kkt, key) for key in KKT.RECORDED}
+
+
+#: ησ of the first subproblem where P holds a ridge of least weight σ > 0 (:func:`first_eta`)
+RIDGE_CONTRACTION = 100.0
+
+
+def first_eta(regularizer, dim, beta, beta_max, eta_max):
+    """η of the first subproblem: β (the paper's Ψ_k), raised to ``RIDGE_CONTRACTION``/σ
+    (at most η_max) when P = Σⱼ ½qⱼwⱼ² + … has a ridge in every coordinate, σ = min qⱼ > 0,
+    and η may leave β (η_max > β_max; ``eta_max=beta_max`` keeps η = β).  The proximal
+    point iteration contracts like 1/(1 + ησ) on a σ-strongly convex problem; the ridge
+    already makes every subproblem σ-strongly convex, which is what the proximal term is
+    there for, so η = β would only slow the outer loop (measured: NP, ridge 1e-3, 20
+    clients × 200 rows, d = 2,000, ``inner="newton-basis"``: 69 rounds, β and η raised to
+    10⁴ and 10⁵ on the way, against 36 with η = 10⁵ from the start)."""
+    pieces = regularizer.pieces(dim)
+    if eta_max <= beta_max or pieces is None or not np.all(pieces[0] > 0):
+        return beta
+    return max(beta, min(RIDGE_CONTRACTION / float(np.min(pieces[0])), eta_max))
 
 
 #: subproblems in a row that stalled at feasible iterates before β is lowered
