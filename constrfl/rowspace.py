@@ -37,31 +37,59 @@ import scipy.sparse as sps
 from . import kernels
 
 __all__ = ["BASIS_COLUMNS", "row_basis", "basis_core", "SparseGram", "sparse_gram",
-           "gram_values", "hessian_form"]
+           "gram_values", "hessian_form", "compact_size", "COMPACT_FLOATS_PER_DIM"]
 
 #: basis columns a party sends a round: with its gradient, ≤ 50·d floats up a round
 BASIS_COLUMNS = 48
+#: a compact Hessian (a core, or sparse entries) sends at most this many floats per
+#: feature a round (issue 20's budget: O(d·k) floats with k ≤ 50)
+COMPACT_FLOATS_PER_DIM = 50
 
 
 def hessian_form(party):
     """The compact form of the party's Hessian for ``inner="newton-basis"``: its
     :func:`sparse_gram` for sparse rows when that is smaller than a basis, else its
-    :func:`row_basis` (either may be None: the party then sends its dense Hessian)."""
+    :func:`row_basis` (either may be None: the party then sends its dense Hessian).
+    Either sends at most ``COMPACT_FLOATS_PER_DIM``·d floats a round."""
     rows = party.stacked
     if rows is None or party.n_eq:
         return None
     if isinstance(rows.X, kernels.CSR):
         gram = sparse_gram(rows.X)
         n, d = rows.X.indptr.size - 1, rows.X.ncols
-        if gram.indices.size < d * min(n, d) / 2:
+        if gram.indices.size <= min(d * min(n, d) / 2, COMPACT_FLOATS_PER_DIM * d):
             return gram
     return row_basis(party)
 
 
+def compact_size(party):
+    """``(kind, floats, rows)`` of the party's compact Hessian, a bound computed without
+    it: ``"gram"`` and its pattern's entries for sparse rows, ``"basis"`` and d × its
+    rows; None when it may have none or may send more than
+    ``COMPACT_FLOATS_PER_DIM``·d floats a round (:func:`hessian_form`;
+    :func:`~constrfl.settings.choose_inner` picks ``"newton-basis"`` by it)."""
+    rows = party.stacked
+    if rows is None or party.n_eq:
+        return None
+    X = rows.X
+    if isinstance(X, kernels.CSR):
+        k = np.diff(X.indptr)
+        n, d = k.size, X.ncols
+        pattern = int(np.sum(k * (k + 1) // 2))
+        if pattern <= min(d * min(n, d) / 2, COMPACT_FLOATS_PER_DIM * d):
+            return "gram", pattern, n
+    else:
+        n, d = X.shape
+    if 2 * n <= d and n * (n + 1) / 2 <= COMPACT_FLOATS_PER_DIM * d:
+        return "basis", d * n, n
+    return None
+
+
 def row_basis(party):
     """``(B, Z)`` of (B1) for the party, or None when it has no such basis worth
-    sending: functions other than row losses, equality constraints, or rank r > d/2
-    (then its dense Hessian costs little more).  An SVD of the party's rows: the party
+    sending: functions other than row losses, equality constraints, rank r > d/2 (then
+    its dense Hessian costs little more) or a core of more than
+    ``COMPACT_FLOATS_PER_DIM``·d floats.  An SVD of the party's rows: the party
     side keeps it on its :class:`~constrfl.parties.PartyContext` for the solve."""
     rows = party.stacked
     if rows is None or party.n_eq:
@@ -69,7 +97,8 @@ def row_basis(party):
     X = rows.X if isinstance(rows.X, np.ndarray) else rows.X.toarray()
     U, S, Vt = np.linalg.svd(X, full_matrices=False)
     keep = S > (S[0] if S.size else 0.0) * max(X.shape) * np.finfo(float).eps
-    if 2 * int(keep.sum()) > X.shape[1]:
+    r = int(keep.sum())
+    if 2 * r > X.shape[1] or r * (r + 1) / 2 > COMPACT_FLOATS_PER_DIM * X.shape[1]:
         return None
     B = np.ascontiguousarray(Vt[keep].T)
     return B, np.ascontiguousarray(U[:, keep] * S[keep])

@@ -46,6 +46,11 @@ AUTO_NEWTON_MAX_DIM = 500
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
 #: one (4 MB a client and round, where the ADMM takes ten to a hundred times the rounds)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
+#: ``inner="auto"`` runs ``"newton-basis"`` above ``AUTO_NEWTON_MAX_DIM`` when every party
+#: has a compact Hessian, the server's copies of them stay below this many bytes, and
+#: the server's algebra a Newton step below this many flops (≈ 10 s on one core)
+AUTO_BASIS_MAX_BYTES = 2e9
+AUTO_BASIS_MAX_FLOPS = 1e11
 
 
 class _Record:
@@ -394,21 +399,41 @@ def _interval(name, value, low, high, closed_low=True, closed_high=True):
 
 # -- the settings of a solve ------------------------------------------------------------------
 
-def choose_inner(dim, regularizer):
+def choose_inner(dim, regularizer, compact=None):
     """What ``inner="auto"`` runs (measured in validation/bench.py and
     validation/qp_benchmark.py): ``"newton"`` up to d = ``AUTO_NEWTON_MAX_DIM`` (tens of
-    rounds where the ADMM needs hundreds), then ``"newton-cg"`` when P is smooth (none
-    or a ridge, weighted or an estimator's: :meth:`~constrfl.prox.Regularizer.ridge_weights`;
-    O(d) floats a round); with any other P ``"newton"`` up to d =
-    ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n = 649–1,000, 5 clients: 12–571
-    rounds where the ADMM ran out of 60 s), else ``"admm"``.  ``"newton-basis"`` (fewer
-    rounds, more server algebra: d²·R flops a step for parties of R rows in all) is not
-    chosen for the user: the server cannot see the parties' rows or sparsity."""
+    rounds where the ADMM needs hundreds); above it ``"newton-basis"`` when ``compact``
+    (each party's :func:`~constrfl.rowspace.compact_size`; None where the server cannot
+    see the parties, as under Flower) says every party has a compact Hessian, and the
+    server can afford them (:func:`basis_affordable`; tens of rounds at d = 1,000–
+    100,000, validation/results/bench_highdim.md); else ``"newton-cg"`` when P is smooth
+    (none or a ridge, weighted or an estimator's: :meth:`~constrfl.prox.Regularizer.
+    ridge_weights`; O(d) floats a round, a round a CG iteration); with any other P
+    ``"newton"`` up to d = ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n =
+    649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s), else
+    ``"admm"``."""
     if dim <= AUTO_NEWTON_MAX_DIM:
         return "newton"
+    if compact is not None and basis_affordable(dim, compact):
+        return "newton-basis"
     if regularizer.ridge_weights(dim) is not None:
         return "newton-cg"
     return "newton" if dim <= AUTO_NEWTON_NONSMOOTH_MAX_DIM else "admm"
+
+
+def basis_affordable(dim, compact):
+    """Every party has a compact Hessian (``compact``: their ``(kind, floats, rows)``),
+    the server's copies take at most ``AUTO_BASIS_MAX_BYTES`` and its step at most
+    ``AUTO_BASIS_MAX_FLOPS``: with R rows in the bases, min(R, d)²·R for (B2)–(B3)
+    (docs/algorithms.md §5c); sparse entries cost a conjugate-gradient solve, ~100
+    products with their sum."""
+    if not all(c is not None for c in compact):
+        return False
+    R = sum(rows for kind, _, rows in compact if kind == "basis")
+    entries = sum(floats for kind, floats, _ in compact if kind == "gram")
+    flops = min(R, dim) ** 2 * R + 100 * 2 * entries
+    return (8.0 * sum(floats for _, floats, _ in compact) <= AUTO_BASIS_MAX_BYTES
+            and flops <= AUTO_BASIS_MAX_FLOPS)
 
 
 def settings_for(method, options, problem):
@@ -430,7 +455,7 @@ def settings_for(method, options, problem):
     if method == "cproxal":
         return NewtonSettings.build(given, where)
     if inner == "auto":
-        inner = choose_inner(problem.dim, problem.regularizer)
+        inner = choose_inner(problem.dim, problem.regularizer, _compact_sizes(problem))
         where += f" with inner={inner!r}, chosen by inner='auto' for d={problem.dim}"
     else:
         where += f" with inner={inner!r}"
@@ -441,6 +466,16 @@ def settings_for(method, options, problem):
         settings = settings.replace(local_solver="newton" if problem.dim <= AUTO_NEWTON_MAX_DIM
                                     else "lbfgs")
     return settings
+
+
+def _compact_sizes(problem):
+    """:func:`~constrfl.rowspace.compact_size` of each party with functions, or None for
+    a problem whose parties the server does not hold (a ServerView)."""
+    from .rowspace import compact_size
+    parties = getattr(problem, "parties", None)
+    if parties is None:
+        return None
+    return [compact_size(p) for p in parties if not p.is_empty]
 
 
 #: ``tol`` when none is given (and a resumed result saved none: format version 2)

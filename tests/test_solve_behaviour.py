@@ -145,6 +145,15 @@ def test_auto_chooses_by_dimension_and_regularizer():
     assert choose_inner(1001, cf.prox.L1(0.1)) == "admm"
     assert choose_inner(1001, cf.prox.Box(-1.0, 1.0)) == "admm"
     assert choose_inner(501, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"     # a ridge
+    # every party with a compact Hessian the server can hold: newton-basis, any P
+    assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton-basis"
+    assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 200, 200)] * 20) == \
+        "newton-basis"                                   # 4,000 rows in all: 6.4e10 flops
+    assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 500, 500)] * 10) == \
+        "newton-cg"                                      # 5,000 rows in all: 1.25e11 flops
+    assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10), None]) == "newton"
+    assert choose_inner(501, cf.prox.Zero(), [("gram", 3e8, 10)]) == "newton-cg"  # 2.4 GB
+    assert choose_inner(500, cf.prox.Zero(), [("gram", 4000, 10)]) == "newton"
     res = cf.solve(np_problem(2, 0.4, rows=200))
     assert res.settings["inner"] == "newton" and res.settings["beta"] == 100.0
     assert cf.solve(np_problem(2, 0.4, rows=200), inner="admm",

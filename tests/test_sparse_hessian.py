@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 import constrfl as cf
 from constrfl import prox
+from constrfl.problem import ServerSide
 from constrfl.rowspace import SparseGram, gram_values, hessian_form
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.proxstep import prox_newton_point
@@ -213,3 +214,22 @@ def test_interrupted_after_the_pattern_round_resumes_bit_for_bit(monkeypatch, tm
     assert again.w.tobytes() == full.w.tobytes()
     assert (again.rounds, again.bytes_up, again.inner_iterations) == \
         (full.rounds, full.bytes_up, full.inner_iterations)
+
+
+def test_auto_picks_the_compact_hessians_it_can_see():
+    """inner="auto" above d = 500: newton-basis where every party has a compact Hessian
+    (sparse rows here; a client of 30 dense rows at d = 120 too, but d ≤ 500 keeps
+    "newton"); Newton-CG where a party has more rows than d/2."""
+    from constrfl.rowspace import compact_size
+    from constrfl.settings import settings_for
+    _, sparse = sparse_np(prox.L1(1e-3), dim=600)
+    assert all(compact_size(c) is not None for c in sparse.clients)
+    assert settings_for("fedproxal", {}, sparse).inner == "newton-basis"
+    X = np.random.default_rng(0).standard_normal((2 * 400, 600))
+    y = (X[:, 0] > 0).astype(int)
+    dense = cf.problems.neyman_pearson(X, y, np.repeat([0, 1], 400), 0.3,
+                                       regularizer=prox.SquaredL2(1e-2))
+    assert compact_size(dense.clients[0]) is None            # 400 rows > d/2
+    assert settings_for("fedproxal", {}, dense).inner == "newton-cg"
+    assert settings_for("fedproxal", {}, ServerSide(600, ["a", "b"])).inner == \
+        "newton-cg"                                           # the server cannot see rows
