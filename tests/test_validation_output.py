@@ -49,8 +49,10 @@ def test_bench_highdim_quick_writes_its_table(tmp_path):
     assert [r[1].split(" (")[0] for r in rows] == ["cvxpy/Clarabel", "defaults"]
     assert all(r[2] == "optimal" for r in rows), rows
     cases = {name: [label for label, _ in solvers]
-             for name, _, _, _, solvers in bench.hd_cases()}
+             for name, _, _, solvers in bench.hd_cases()}
     assert len(cases) == 3 + 4 + 1
-    basis = [name for name, labels in cases.items() if 'inner="newton-basis"' in labels]
-    assert len(basis) == 4 and "d=20,000" in basis[-1] and "ridge" in basis[-1]
-    assert bench.basis_memory_gb(20000, 5000) >= 4.0 > bench.basis_memory_gb(5000, 4000)
+    cg = [name for name, labels in cases.items() if 'inner="newton-cg"' in labels]
+    assert len(cg) == 3 + 2 and all("ridge" in name for name in cg)
+    # inner="auto" picks the compact Hessians on every dense and sparse case
+    builds = [build for _, build, _, _ in bench.hd_cases() if build[0] != "estimator"]
+    assert {bench._auto(build) for build in builds[:1]} == {"newton-basis"}

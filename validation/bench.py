@@ -15,10 +15,10 @@ defaults), against cvxpy/Clarabel on the pooled problem timed in the same run:
 
 ``--highdim`` runs issue 20's high-dimensional rows instead and writes
 ``bench_highdim.md``: NP dense d = 1,000 / 2,000 / 5,000 (20 clients x 200 rows, ridge
-1e-3) with the defaults, ``inner="newton-basis"`` and ``inner="newton-cg"``; NP sparse
-d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with ridge 1e-2 and L1 1e-3 (defaults;
-newton-basis for ridge at d = 20,000 when its estimated memory is below
-``--basis-memory-gb``); ``NeymanPearsonClassifier(0.3)`` on sparse X (3,000 x 2,000);
+1e-3) with the defaults (``inner="newton-basis"`` there) and ``inner="newton-cg"`` (the
+previous default); NP sparse d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with
+ridge 1e-2 (defaults and newton-cg) and L1 1e-3 (defaults);
+``NeymanPearsonClassifier(0.3)`` on sparse X (3,000 x 2,000);
 Clarabel on each pooled problem.  Every call runs in its own spawned process (peak
 memory of its own; killed 30 s past its time limit).  ``--highdim --quick``: one tiny
 row, in this process (the test's smoke run).
@@ -117,7 +117,6 @@ HD_DENSE = (1000, 2000, 5000)               # 20 clients x 200 rows, ridge 1e-3
 HD_SPARSE = (20000, 100000)                 # 10 clients x 500 rows, 0.1% nonzeros
 HD_REGULARIZERS = {"ridge 1e-2": ("l2", 1e-2), "L1 1e-3": ("l1", 1e-3)}
 HD_GRACE = 30.0                             # seconds past --max-time before a kill
-BASIS_MEMORY_FACTOR = 5     # d x R float arrays newton-basis holds at its peak (R < d)
 
 
 def _regularizer(spec):
@@ -232,42 +231,31 @@ def hd_failure(task, status, message, elapsed=None):
     return dict(status=status, message=message, wall=elapsed)
 
 
-def basis_memory_gb(d, R):
-    """Estimated peak of ``inner="newton-basis"`` in GB for R rows in all (the clients'
-    d x rᵢ bases, the server's copies and, when R < d, the stacked d x R matrix, its QR's
-    working copy and Q; else the d x d Hessian sum and its factor)."""
-    arrays = BASIS_MEMORY_FACTOR * d * R if R < d else 2 * d * R + 3 * d * d
-    return 8.0 * arrays / 1e9
-
-
 def hd_cases(quick=False):
-    """``[(case, build, d, R, [(label, opts)])]``: the rows of issue 20's item 4 (R: the
-    rows in all)."""
-    solvers = [("defaults", {}), ('inner="newton-basis"', {"inner": "newton-basis"}),
-               ('inner="newton-cg"', {"inner": "newton-cg"})]
+    """``[(case, build, d, [(label, opts)])]``: the rows of issue 20's item 4, with the
+    previous default (``inner="newton-cg"``) beside the defaults where it is another
+    solve."""
+    defaults, cg = ("defaults", {}), ('inner="newton-cg"', {"inner": "newton-cg"})
     if quick:
         return [("NP dense d=20, 4 clients x 30 rows, ridge 1e-3 (smoke)",
-                 ("dense", 4, 30, 20), 20, 120, solvers[:1])]
-    out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d, 4000,
-            solvers) for d in HD_DENSE]
+                 ("dense", 4, 30, 20), 20, [defaults])]
+    out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d,
+            [defaults, cg]) for d in HD_DENSE]
     for d in HD_SPARSE:
         for reg, spec in HD_REGULARIZERS.items():
-            mine = solvers[:1] + (solvers[1:2] if spec[0] == "l2" and d == HD_SPARSE[0]
-                                  else [])
             out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
-                        ("sparse", d, spec), d, 5000, mine))
+                        ("sparse", d, spec), d, [defaults] + ([cg] if spec[0] == "l2" else [])))
     out.append(("NeymanPearsonClassifier(0.3), sparse X 3,000 x 2,000 (1%), 5 x 600 rows",
-                ("estimator",), 2001, 3000, solvers[:1]))
+                ("estimator",), 2001, [defaults]))
     return out
 
 
-def _auto(build, d):
-    """The inner solver ``inner="auto"`` picks for a case (without building it)."""
-    from constrfl.settings import choose_inner
+def _auto(build):
+    """The inner solver ``inner="auto"`` picks for a case (None for the estimator)."""
+    from constrfl.settings import settings_for
     if build[0] == "estimator":
         return None
-    reg = (prox.SquaredL2(1e-3) if build[0] == "dense" else _regularizer(build[2]))
-    return choose_inner(d, reg)
+    return settings_for("fedproxal", {}, hd_problem(build)).inner
 
 
 def hd_row(case, label, r, ref):
@@ -315,31 +303,20 @@ def highdim(args):
         return C.run_isolated(hd_run, task, limit, hd_failure)
 
     with C.interruptible(records, "calls"):
-        for case, build, d, R, solvers in cases:
+        for case, build, d, solvers in cases:
             ref = None
             if not args.no_clarabel:
                 ref = run(dict(build=build, solver="clarabel", T=TC), TC + HD_GRACE)
                 records.append(ref)
                 rows.append(hd_row(case, "cvxpy/Clarabel (pooled)", ref, None))
                 print(" | ".join(rows[-1]), flush=True)
-            auto = _auto(build, d)
+            auto = _auto(build)
             for label, opts in solvers:
                 if opts.get("inner") and opts["inner"] == auto and label != "defaults":
                     rows.append([case, label, "same solve as defaults", *[""] * 8])
                     notes.append(f"{case}: {label} is the solve of the defaults row "
                                  f"(`inner=\"auto\"` picks {auto} there), not run twice")
                     continue
-                if opts.get("inner") == "newton-basis":
-                    gb = basis_memory_gb(d, R)
-                    if gb >= args.basis_memory_gb:
-                        rows.append([case, label, "skipped", *[""] * 8])
-                        notes.append(
-                            f"{case}: {label} skipped: its estimated peak is {gb:.1f} GB "
-                            f"(≥ --basis-memory-gb {args.basis_memory_gb:g}): "
-                            f"{BASIS_MEMORY_FACTOR} float arrays of d x R = {d:,} x {R:,} "
-                            "(the clients' row bases, the server's copies, their stack, "
-                            "its QR's working copy and Q)")
-                        continue
                 r = run(dict(build=build, solver="constrfl", opts=opts, T=T), T + HD_GRACE)
                 records.append(r)
                 rows.append(hd_row(case, label, r, ref))
@@ -429,9 +406,6 @@ def main(argv=None):
                          f"{HD_FILE}; with --quick a tiny smoke row in this process")
     ap.add_argument("--clarabel-max-time", type=float, default=None,
                     help="--highdim: Clarabel's time limit (default --max-time)")
-    ap.add_argument("--basis-memory-gb", type=float, default=4.0,
-                    help="--highdim: skip inner='newton-basis' where its estimated peak "
-                         "memory reaches this (default 4)")
     ap.add_argument("--in-process", action="store_true",
                     help="--highdim: run every call here instead of a spawned process "
                          "each (no kill at the time limit; implied by --quick)")
