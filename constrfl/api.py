@@ -80,14 +80,17 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``"newton-cg"``: the same without Hessians: each conjugate-gradient iteration is
         a round of Hessian-vector products (d floats up); needs a smooth P (none or
         ``SquaredL2``).
+        ``"newton-basis"``: ``"newton"``'s steps with each client's Hessian in a compact
+        exact form (its row basis, or its sparse entries), ≤ 50·d floats up a round.
         ``"admm"``: Algorithm 2 of the paper; each round a client uploads two d-vectors
         and two scalars; hundreds of rounds.
-        ``"auto"``: ``"newton"`` for d ≤ 500, else ``"newton-cg"`` with a smooth P, else
-        ``"newton"`` up to d = 1,000, else ``"admm"``
+        ``"auto"``: ``"newton"`` for d ≤ 500, else ``"newton-basis"`` where every party
+        has a compact Hessian the server can afford, else ``"newton-cg"`` with a smooth
+        P, else ``"newton"`` up to d = 1,000, else ``"admm"``
         (:func:`~constrfl.settings.choose_inner`; the README's benchmark says why).
     The other options, their meanings and defaults are the fields of the settings records
     of :mod:`constrfl.settings`: :class:`~constrfl.settings.NewtonSettings` (``inner=
-    "newton"``, ``"newton-cg"``; ``cproxal``), :class:`~constrfl.settings.ADMMSettings`
+    "newton"``, ``"newton-cg"``, ``"newton-basis"``; ``cproxal``), :class:`~constrfl.settings.ADMMSettings`
     (``inner="admm"``) and :class:`~constrfl.settings.BaselineSettings` (the baselines).
     An option that does not apply to the method (or inner solver) is a TypeError.
     ``status`` is ``"optimal"`` only when the KKT residuals, computed by the parties at

@@ -137,9 +137,10 @@ class NewtonSettings(OuterSettings):
     """``fedproxal`` with ``inner="newton"`` (each client uploads its local AL value,
     gradient and Hessian, d(d+1)/2 floats, one round a step), ``"newton-cg"`` (a round
     of Hessian-vector products per CG iteration, d floats up; needs a smooth P) or
-    ``"newton-basis"`` (the Hessian in the party's row basis, sent once; r(r+1)/2 floats
-    a step for r independent rows; needs a smooth P), and ``cproxal``.  β grows tenfold, up to ``beta_max``, after an outer iteration that cut
-    the violation by less than 4× (:func:`constrfl.solvers.proxal.next_penalties`)."""
+    ``"newton-basis"`` (the Hessian in a compact exact form, ≤ 50·d floats a step: in the
+    party's row basis, sent once, or as its sparse entries on a pattern sent once; any
+    P), and ``cproxal``.  β grows tenfold, up to ``beta_max``, after an outer iteration
+    that cut the violation by less than 4× (:func:`constrfl.solvers.proxal.next_penalties`)."""
 
     #: first penalty β > 0 of the augmented Lagrangian
     beta: float = 100.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import constrfl as cf
-from builders import lcqp_problem, np_problem, wide_np
+from builders import lcqp_problem, np_problem, sparse_np, wide_np
 
 NP = np_problem(5, 0.4, server_separation=0.7)
 LCQP = lcqp_problem()
@@ -182,6 +182,17 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
 def test_newton_basis_equals_solve_bit_for_bit():
     """The row bases and the cores of ``inner="newton-basis"`` cross the codec exactly."""
     _, prob = wide_np(server_rows=40)
+    expected = cf.solve(prob, tol=1e-6, inner="newton-basis")
+    got = simulate(prob, tol=1e-6, inner="newton-basis")
+    assert_same(expected, got)
+    assert got.status == "optimal"
+
+
+@pytest.mark.parametrize("regularizer", [cf.prox.SquaredL2(1e-2), cf.prox.L1(1e-3)])
+def test_sparse_hessians_equal_solve_bit_for_bit(regularizer):
+    """The sparse parties' patterns, entries and constraint rows (B4) of
+    ``inner="newton-basis"`` cross the codec exactly."""
+    _, prob = sparse_np(regularizer, server_rows=40)
     expected = cf.solve(prob, tol=1e-6, inner="newton-basis")
     got = simulate(prob, tol=1e-6, inner="newton-basis")
     assert_same(expected, got)
