@@ -78,3 +78,24 @@ def count_metric_rows(monkeypatch):
         return J
     monkeypatch.setattr(handlers, "_constraint_metric", spy)
     return rows
+
+
+def resume_after_interrupt(monkeypatch, tmp_path, problem, stop, **opts):
+    """Solve ``problem`` whole, then again interrupted (a KeyboardInterrupt) before the
+    first message at which ``stop(the message types so far)`` holds, saved, loaded and
+    resumed; returns ``(full, resumed)``."""
+    import constrfl as cf
+    from constrfl.federation import base
+    full = cf.solve(problem, **opts)
+    original, seen = base.Federation.broadcast, []
+
+    def interrupt(self, kind, payload, *args, **kwargs):
+        seen.append(kind)
+        if stop(seen):
+            raise KeyboardInterrupt
+        return original(self, kind, payload, *args, **kwargs)
+    monkeypatch.setattr(base.Federation, "broadcast", interrupt)
+    part = cf.solve(problem, **opts)
+    monkeypatch.setattr(base.Federation, "broadcast", original)
+    assert part.status == "interrupted"
+    return full, cf.solve(problem, resume=cf.load_result(part.save(tmp_path / "part")))

@@ -14,7 +14,8 @@ from constrfl.problems.partition import stratified_split
 from constrfl.rowspace import BASIS_COLUMNS, basis_core, row_basis
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.subspace import BasisModel
-from builders import WIDE_CLIENTS as CLIENTS, WIDE_DIM as D, WIDE_ROWS as ROWS, wide_np
+from builders import (WIDE_CLIENTS as CLIENTS, WIDE_DIM as D, WIDE_ROWS as ROWS,
+                      resume_after_interrupt, wide_np)
 
 
 def sigmoid(z):
@@ -171,25 +172,12 @@ def test_interrupted_in_the_basis_rounds_resumes_bit_for_bit(monkeypatch, tmp_pa
     """A solve interrupted while the bases are still arriving (8 columns a round here),
     saved and loaded, resumes to the uninterrupted solve bit for bit: the bases received
     so far are solver state."""
-    from constrfl.federation import base
     from constrfl.solvers import newton
     monkeypatch.setattr(newton, "BASIS_COLUMNS", 8)
     _, p = wide_np()
-    full = cf.solve(p, inner="newton-basis")
-    original, seen = base.Federation.broadcast, []
-
-    def interrupt(self, kind, payload, *args, **kwargs):
-        if kind == "newton.basis":
-            seen.append(kind)
-            if len(seen) == 3:
-                raise KeyboardInterrupt
-        return original(self, kind, payload, *args, **kwargs)
-    monkeypatch.setattr(base.Federation, "broadcast", interrupt)
-    part = cf.solve(p, inner="newton-basis")
-    monkeypatch.setattr(base.Federation, "broadcast", original)
-    assert part.status == "interrupted"
-    back = cf.load_result(part.save(tmp_path / "part"))
-    again = cf.solve(p, resume=back)
+    full, again = resume_after_interrupt(
+        monkeypatch, tmp_path, p, lambda seen: seen.count("newton.basis") == 3,
+        inner="newton-basis")
     assert again.w.tobytes() == full.w.tobytes()
     assert (again.rounds, again.bytes_up, again.bytes_down, again.inner_iterations) == \
         (full.rounds, full.bytes_up, full.bytes_down, full.inner_iterations)

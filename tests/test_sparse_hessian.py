@@ -18,7 +18,7 @@ from constrfl.rowspace import SparseGram, gram_values, hessian_form
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.proxstep import prox_newton_point
 from constrfl.solvers.subspace import BasisModel
-from builders import sparse_np, wide_np
+from builders import resume_after_interrupt, sparse_np, wide_np
 
 DIM = 400
 
@@ -195,22 +195,10 @@ def test_interrupted_after_the_pattern_round_resumes_bit_for_bit(monkeypatch, tm
     """The patterns and the last entries received are solver state: a solve interrupted
     after the pattern round, saved and loaded, resumes to the uninterrupted solve bit
     for bit."""
-    from constrfl.federation import base
     _, p = sparse_np(prox.L1(1e-3))
-    full = cf.solve(p, inner="newton-basis")
-    original, seen = base.Federation.broadcast, []
-
-    def interrupt(self, kind, payload, *args, **kwargs):
-        seen.append(kind)
-        if len(seen) > 2 and seen[-2] == "newton.basis":
-            raise KeyboardInterrupt
-        return original(self, kind, payload, *args, **kwargs)
-    monkeypatch.setattr(base.Federation, "broadcast", interrupt)
-    part = cf.solve(p, inner="newton-basis")
-    monkeypatch.setattr(base.Federation, "broadcast", original)
-    assert part.status == "interrupted"
-    back = cf.load_result(part.save(tmp_path / "part"))
-    again = cf.solve(p, resume=back)
+    full, again = resume_after_interrupt(
+        monkeypatch, tmp_path, p,
+        lambda seen: len(seen) > 2 and seen[-2] == "newton.basis", inner="newton-basis")
     assert again.w.tobytes() == full.w.tobytes()
     assert (again.rounds, again.bytes_up, again.inner_iterations) == \
         (full.rounds, full.bytes_up, full.inner_iterations)
