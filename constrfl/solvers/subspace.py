@@ -46,7 +46,7 @@ MODEL_MAX_ITER = 20000
 NEWTON_EVERY = 5
 #: relative residual and cap of the conjugate gradients of a Newton try (a candidate
 #: step, kept only where it lowers the model: inexact is enough)
-NEWTON_RTOL, NEWTON_MAX_CG = 1e-4, 500
+NEWTON_RTOL, NEWTON_MAX_CG = 1e-2, 500
 
 
 class BasisModel:
@@ -197,9 +197,10 @@ def prox_gradient_point(H, x, g, P, tol, max_iter=MODEL_MAX_ITER):
     c = _largest_eigenvalue(H.without_lowrank() if pieces is not None else H, x.size)
     z, Hz = x.copy(), np.zeros_like(x)                      # Hz = H(z − x)
     y, Hy, t = z, Hz, 1.0
+    nu = np.zeros(L.shape[0])                               # the metric prox's dual
     for it in range(max_iter):
         G = g + Hy
-        bar = _metric_prox(P, pieces, y, G, c, L)
+        bar, nu = _metric_prox(P, pieces, y, G, c, L, nu)
         H_bar = H(bar - x)
         step, H_step = bar - y, H_bar - Hy
         Ls = L @ step
@@ -226,16 +227,17 @@ def prox_gradient_point(H, x, g, P, tol, max_iter=MODEL_MAX_ITER):
     return z
 
 
-def _metric_prox(P, pieces, y, G, c, L):
-    """argmin_z P(z) + Gᵀ(z − y) + ½(z − y)ᵀ(cI + LᵀL)(z − y), L (k × d) small, by its
-    dual in ν ∈ ℝᵏ: z(ν) = prox_{P/c}(y − (G + Lᵀν)/c) and ν = L(z(ν) − y), the gradient
-    of the strongly convex Φ(ν) = ½‖ν‖² − min_z [P(z) + Gᵀ(z − y) + c/2‖z − y‖² +
-    νᵀL(z − y)] set to zero by Newton's method (its Jacobian I + L J Lᵀ/c, J the
-    derivative of the separable prox: 1/(1 + q/c) off the kinks and bounds, else 0)
-    with backtracking on Φ."""
+def _metric_prox(P, pieces, y, G, c, L, nu):
+    """``(z, ν)``: argmin_z P(z) + Gᵀ(z − y) + ½(z − y)ᵀ(cI + LᵀL)(z − y), L (k × d)
+    small, by its dual in ν ∈ ℝᵏ: z(ν) = prox_{P/c}(y − (G + Lᵀν)/c) and ν = L(z(ν) −
+    y), the gradient of the strongly convex Φ(ν) = ½‖ν‖² − min_z [P(z) + Gᵀ(z − y) +
+    c/2‖z − y‖² + νᵀL(z − y)] set to zero by Newton's method from ``nu`` (its Jacobian
+    I + L J Lᵀ/c, J the derivative of the separable prox: 1/(1 + q/c) off the kinks and
+    bounds, else 0), a step kept where it lowers Φ (Armijo) or halves ‖∇Φ‖; it stops
+    at ‖∇Φ‖ ≤ 10⁻¹²(1 + ‖ν‖) or when no step helps."""
     base = y - G / c
     if not L.shape[0]:
-        return P.prox(base, 1.0 / c)
+        return P.prox(base, 1.0 / c), nu
     q, lam, lo, hi = pieces
 
     def primal(nu):
@@ -245,23 +247,24 @@ def _metric_prox(P, pieces, y, G, c, L):
         phi = 0.5 * float(nu @ nu) - (P.value(z) + float(G @ dz) + 0.5 * c * float(dz @ dz)
                                       + float(nu @ Ld))
         return z, nu - Ld, phi
-    nu = np.zeros(L.shape[0])
     z, F, phi = primal(nu)
-    for _ in range(100):
-        if np.linalg.norm(F) <= 1e-13 * (1.0 + np.linalg.norm(nu)):
+    for _ in range(50):
+        size = float(np.linalg.norm(F))
+        if size <= 1e-12 * (1.0 + float(np.linalg.norm(nu))):
             break
         J = np.where(((lam == 0) | (z != 0)) & (z > lo) & (z < hi), 1.0 / (1.0 + q / c), 0.0)
         step = -np.linalg.solve(np.eye(L.shape[0]) + (L * J) @ L.T / c, F)
         t = 1.0
-        for _ in range(60):
+        for _ in range(30):
             z_t, F_t, phi_t = primal(nu + t * step)
-            if phi_t <= phi + 1e-4 * t * float(F @ step):
+            if (phi_t <= phi + 1e-4 * t * float(F @ step)
+                    or np.linalg.norm(F_t) <= 0.5 * size):
                 break
             t *= 0.5
         else:
             break
         nu, z, F, phi = nu + t * step, z_t, F_t, phi_t
-    return z
+    return z, nu
 
 
 def _model_value(g, dz, Hdz, P, z):
