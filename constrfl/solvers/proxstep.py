@@ -2,7 +2,8 @@
 
     z = argmin_z gᵀ(z − x) + ½(z − x)ᵀH(z − x) + P(z)                              (PN)
 
-(the server's step of ``inner="newton"`` and cProx-AL, docs/algorithms.md §8).
+(the server's step of ``inner="newton"``, ``"newton-basis"`` and cProx-AL,
+docs/algorithms.md §8).
 
 * **Separable P** (``Zero``, ``L1``, ``SquaredL2``, ``ElasticNet``, ``Box``,
   ``NonNegative`` and their ``Boxed`` sums): with ``P.pieces(d) = (q, λ, lo, hi)``,
@@ -50,6 +51,7 @@ from scipy.sparse.linalg import splu
 
 from .. import kernels
 from .local import newton_direction, positive_model
+from .modelprox import prox_gradient_point
 
 __all__ = ["prox_newton_point", "separable_qp", "ACTIVE_SET_STEPS"]
 
@@ -64,7 +66,11 @@ SPARSE_MIN_DIM, SPARSE_DENSITY = 200, 0.1
 
 def prox_newton_point(x, g, H, P, tol):
     """The point z of (PN), with ``P.dist(z, g + H(z − x)) ≤ tol`` (or, for a separable
-    P, the exact point up to rounding)."""
+    P and a dense H, the exact point up to rounding).  H is a dense matrix, or the
+    operator of the server's model (B5) (:class:`.subspace.ModelHessian`: sparse and
+    low-rank parts, d up to 10⁵), solved by :func:`.modelprox.prox_gradient_point`."""
+    if not isinstance(H, np.ndarray):
+        return prox_gradient_point(H, x, g, P, tol)
     pieces = P.pieces(x.size)
     if pieces is None:
         return _admm_point(x, g, H, P, tol)
