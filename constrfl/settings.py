@@ -47,10 +47,15 @@ AUTO_NEWTON_MAX_DIM = 500
 #: one (4 MB a client and round, where the ADMM takes ten to a hundred times the rounds)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
 #: ``inner="auto"`` runs ``"newton-basis"`` above ``AUTO_NEWTON_MAX_DIM`` when every party
-#: has a compact Hessian, the server's copies of them stay below this many bytes, and
-#: the server's algebra a Newton step below this many flops (≈ 10 s on one core)
-AUTO_BASIS_MAX_BYTES = 2e9
+#: has a compact Hessian and the server's copies stay below this many bytes (a sparse
+#: party's entry costs ~200 bytes there: 5.0 GB peak for 26M entries, d = 100,000) ...
+AUTO_BASIS_MAX_BYTES = 8e9
+#: ... and, where P is smooth (Newton-CG is the alternative), its algebra a Newton step
+#: below this many flops (≈ 10 s on one core) and its sparse entries below this many
+#: (NP sparse d = 100,000, 26M entries: 166 s against Newton-CG's 2.4 s;
+#: d = 20,000, 1M: 5.6 s, 14 rounds against 59)
 AUTO_BASIS_MAX_FLOPS = 1e11
+AUTO_GRAM_MAX_ENTRIES = 5e6
 
 
 class _Record:
@@ -415,26 +420,28 @@ def choose_inner(dim, regularizer, compact=None):
     ``"admm"``."""
     if dim <= AUTO_NEWTON_MAX_DIM:
         return "newton"
-    if compact is not None and basis_affordable(dim, compact):
+    smooth = regularizer.ridge_weights(dim) is not None
+    if compact is not None and basis_affordable(dim, compact, smooth):
         return "newton-basis"
-    if regularizer.ridge_weights(dim) is not None:
+    if smooth:
         return "newton-cg"
     return "newton" if dim <= AUTO_NEWTON_NONSMOOTH_MAX_DIM else "admm"
 
 
-def basis_affordable(dim, compact):
+def basis_affordable(dim, compact, smooth=True):
     """Every party has a compact Hessian (``compact``: their ``(kind, floats, rows)``),
-    the server's copies take at most ``AUTO_BASIS_MAX_BYTES`` and its step at most
-    ``AUTO_BASIS_MAX_FLOPS``: with R rows in the bases, min(R, d)²·R for (B2)–(B3)
-    (docs/algorithms.md §5c); sparse entries cost a conjugate-gradient solve, ~100
-    products with their sum."""
+    the server's copies take at most ``AUTO_BASIS_MAX_BYTES`` and, with a ``smooth`` P
+    (Newton-CG the alternative), its step at most ``AUTO_BASIS_MAX_FLOPS`` (min(R, d)²·R
+    for (B2)–(B3), R rows in the bases, docs/algorithms.md §5) and its sparse entries at
+    most ``AUTO_GRAM_MAX_ENTRIES``."""
     if not all(c is not None for c in compact):
         return False
     R = sum(rows for kind, _, rows in compact if kind == "basis")
     entries = sum(floats for kind, floats, _ in compact if kind == "gram")
-    flops = min(R, dim) ** 2 * R + 100 * 2 * entries
-    return (8.0 * sum(floats for _, floats, _ in compact) <= AUTO_BASIS_MAX_BYTES
-            and flops <= AUTO_BASIS_MAX_FLOPS)
+    if 8.0 * R * dim + 200.0 * entries > AUTO_BASIS_MAX_BYTES:
+        return False
+    return not smooth or (min(R, dim) ** 2 * R <= AUTO_BASIS_MAX_FLOPS
+                          and entries <= AUTO_GRAM_MAX_ENTRIES)
 
 
 def settings_for(method, options, problem):

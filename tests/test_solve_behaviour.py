@@ -152,7 +152,13 @@ def test_auto_chooses_by_dimension_and_regularizer():
     assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 500, 500)] * 10) == \
         "newton-cg"                                      # 5,000 rows in all: 1.25e11 flops
     assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10), None]) == "newton"
-    assert choose_inner(501, cf.prox.Zero(), [("gram", 3e8, 10)]) == "newton-cg"  # 2.4 GB
+    assert choose_inner(501, cf.prox.Zero(), [("gram", 5e7, 10)]) == "newton-cg"  # 10 GB
+    assert choose_inner(1001, cf.prox.L1(0.1), [("gram", 5e7, 10)]) == "admm"
+    # sparse entries the server can hold but not afford a step: Newton-CG where P is
+    # smooth, newton-basis where the alternative is the ADMM
+    assert choose_inner(100000, cf.prox.Zero(), [("gram", 2.6e6, 500)] * 10) == "newton-cg"
+    assert choose_inner(100000, cf.prox.L1(0.1), [("gram", 2.6e6, 500)] * 10) == \
+        "newton-basis"
     assert choose_inner(500, cf.prox.Zero(), [("gram", 4000, 10)]) == "newton"
     res = cf.solve(np_problem(2, 0.4, rows=200))
     assert res.settings["inner"] == "newton" and res.settings["beta"] == 100.0
