@@ -684,9 +684,10 @@ def test_templates_warn_about_badly_scaled_features_and_estimators_do_not():
         NeymanPearsonClassifier(R, alpha=1000.0, method="cproxal").fit(X, y, client_ids=ids)
 
 
-def test_wide_sparse_fit_uses_newton_cg_and_names_its_penalty_publicly():
-    """Above d = 500 a sparse X fits by Newton-CG (the estimator's ridge is smooth), the
-    same inner names as cf.solve are accepted, and a refusal names no private class."""
+def test_wide_sparse_fit_uses_compact_hessians_and_names_its_penalty_publicly():
+    """Above d = 500 a sparse X fits by newton-basis (every client's Hessian is a few
+    sparse entries, inner="auto"), the same inner names as cf.solve are accepted (the
+    same model by Newton-CG), and a refusal names no private class."""
     import scipy.sparse as sp
     rng = np.random.default_rng(0)
     X = sp.random(400, 600, density=0.02, random_state=rng, format="csr")
@@ -694,11 +695,11 @@ def test_wide_sparse_fit_uses_newton_cg_and_names_its_penalty_publicly():
     ids = np.repeat(np.arange(4), 100)
     est = NeymanPearsonClassifier(0.3).fit(X, y, client_ids=ids)
     assert est.result_.status == "optimal"
-    assert est.result_.settings["inner"] == "newton-cg"
-    basis = NeymanPearsonClassifier(0.3, solver_options={"inner": "newton-basis"})
-    basis.fit(X, y, client_ids=ids)
-    assert basis.result_.settings["inner"] == "newton-basis"
-    assert np.max(np.abs(basis.coef_ - est.coef_)) <= 1e-4
+    assert est.result_.settings["inner"] == "newton-basis"
+    cg = NeymanPearsonClassifier(0.3, solver_options={"inner": "newton-cg"})
+    cg.fit(X, y, client_ids=ids)
+    assert cg.result_.settings["inner"] == "newton-cg"
+    assert np.max(np.abs(cg.coef_ - est.coef_)) <= 1e-4
     l1 = NeymanPearsonClassifier(0.3, regularizer=prox.L1(0.01),
                                     solver_options={"inner": "newton-cg"})
     with pytest.raises(ValueError, match="needs a smooth regularizer") as err:
