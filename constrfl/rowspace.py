@@ -48,17 +48,12 @@ COMPACT_FLOATS_PER_DIM = 50
 
 def hessian_form(party):
     """The compact form of the party's Hessian for ``inner="newton-basis"``: its
-    :func:`sparse_gram` for sparse rows when that is smaller than a basis, else its
+    :func:`sparse_gram` where :func:`compact_size` says sparse entries, else its
     :func:`row_basis` (either may be None: the party then sends its dense Hessian).
     Either sends at most ``COMPACT_FLOATS_PER_DIM``·d floats a round."""
-    rows = party.stacked
-    if rows is None or party.n_eq:
-        return None
-    if isinstance(rows.X, kernels.CSR):
-        gram = sparse_gram(rows.X)
-        n, d = rows.X.indptr.size - 1, rows.X.ncols
-        if gram.indices.size <= min(d * min(n, d) / 2, COMPACT_FLOATS_PER_DIM * d):
-            return gram
+    size = compact_size(party)
+    if size is not None and size[0] == "gram":
+        return sparse_gram(party.stacked.X)
     return row_basis(party)
 
 

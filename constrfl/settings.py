@@ -30,6 +30,7 @@ from . import status as st
 from .control import count, positive, real
 from .corrections import CORRECTION_NAMES
 from .result import SolveResult
+from .rowspace import compact_size
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",
            "settings_for", "resume_settings", "tolerances", "DEFAULT_TOL", "to_saved", "from_saved",
@@ -479,7 +480,6 @@ def settings_for(method, options, problem):
 def _compact_sizes(problem):
     """:func:`~constrfl.rowspace.compact_size` of each party with functions, or None for
     a problem whose parties the server does not hold (a ServerView)."""
-    from .rowspace import compact_size
     parties = getattr(problem, "parties", None)
     if parties is None:
         return None

@@ -7,7 +7,7 @@ import pytest
 
 import constrfl as cf
 from constrfl import functions as fn, prox, status as st
-from constrfl.solvers.proxal import next_penalties, outer_stall
+from constrfl.solvers.proxal import first_eta, next_penalties, outer_stall
 
 EPS = (1e-6, 1e-6)
 
@@ -109,3 +109,16 @@ def test_a_qp_far_from_the_origin_is_solved_to_tol():
                                  + qp.q @ x), [qp.A @ x <= qp.u, qp.A @ x >= qp.l])
     ref.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     assert res.objective == pytest.approx(ref.value + qp.r, rel=1e-7)
+
+
+def test_the_first_eta_is_100_over_the_least_ridge_weight():
+    """η₀ = 100/σ (σ the least ridge weight, every coordinate ridged), between β and
+    η_max; β where a coordinate has no ridge, where P is not piecewise quadratic, and
+    where η may not leave β (eta_max ≤ beta_max)."""
+    assert first_eta(prox.SquaredL2(1e-3), 4, 100.0, 1e4, 1e6) == pytest.approx(1e5)
+    assert first_eta(prox.SquaredL2(np.array([1e-3, 1e-5, 1.0])), 3, 100.0, 1e4, 1e6) == 1e6
+    assert first_eta(prox.SquaredL2(10.0), 4, 100.0, 1e4, 1e6) == 100.0       # 10 < β
+    assert first_eta(prox.ElasticNet(0.1, 1e-2), 4, 100.0, 1e4, 1e6) == pytest.approx(1e4)
+    assert first_eta(prox.SquaredL2(np.array([1e-3, 0.0])), 2, 100.0, 1e4, 1e6) == 100.0
+    assert first_eta(prox.L1(0.1), 4, 100.0, 1e4, 1e6) == 100.0
+    assert first_eta(prox.SquaredL2(1e-3), 4, 100.0, 1e4, 1e4) == 100.0       # η = β

@@ -119,7 +119,7 @@ def _metric_prox(P, pieces, y, G, c, L, nu):
         size = float(np.linalg.norm(F))
         if size <= 1e-12 * (1.0 + float(np.linalg.norm(nu))):
             break
-        J = np.where(((lam == 0) | (z != 0)) & (z > lo) & (z < hi), 1.0 / (1.0 + q / c), 0.0)
+        J = np.where(_on_kink(z, lam, lo, hi), 0.0, 1.0 / (1.0 + q / c))
         step = -np.linalg.solve(np.eye(L.shape[0]) + (L * J) @ L.T / c, F)
         t = 1.0
         for _ in range(30):
@@ -132,6 +132,12 @@ def _metric_prox(P, pieces, y, G, c, L, nu):
             break
         nu, z, F, phi = nu + t * step, z_t, F_t, phi_t
     return z, nu
+
+
+def _on_kink(z, lam, lo, hi):
+    """The coordinates of z on a kink of a piecewise quadratic P: a bound, or zero where
+    λⱼ > 0 (there its prox is flat, off them it has slope 1/(1 + q/c))."""
+    return (z <= lo) | (z >= hi) | ((lam > 0) & (z == 0))
 
 
 def _model_value(g, dz, Hdz, P, z):
@@ -151,7 +157,7 @@ def _newton_on_pieces(H, pieces, P, x, g, z, G, bar, m_bar):
     ``(z⁺, H(z⁺ − x))`` when it lowers m below m(z̄), else None."""
     q, lam, lo, hi = pieces
     side = np.sign(bar)
-    free = ((lam == 0) | (side != 0)) & (bar > lo) & (bar < hi)
+    free = ~_on_kink(bar, lam, lo, hi)
     if not free.any():
         return None
     delta = np.where(free, 0.0, bar - z)                    # pinned: onto their kinks

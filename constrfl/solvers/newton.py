@@ -244,13 +244,10 @@ class Newton:
                                      1.0 / s.eta + self.ridge, g)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
-        else:
-            tol = min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r))
-            if s.cores is not None:
-                z = self.model.prox_point({n: s.bases[n] for n in s.cores}, s.cores, s.H,
-                                          1.0 / s.eta, x, g, P, tol)
-            else:
-                z = prox_newton_point(x, g, s.H, P, tol)
+        else:                       # self.ridge is 0 here: P keeps its own quadratic part
+            H = s.H if s.cores is None else self.model.operator(
+                {n: s.bases[n] for n in s.cores}, s.cores, s.H, 1.0 / s.eta, x.size)
+            z = prox_newton_point(x, g, H, P, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r)))
             if not np.all(np.isfinite(z)):
                 raise NonFiniteIterate("non-finite Newton step")
             return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)

@@ -34,7 +34,6 @@ import scipy.sparse as sps
 from scipy.sparse.linalg import LinearOperator, cg
 
 from .local import newton_direction
-from .proxstep import prox_newton_point
 
 __all__ = ["BasisModel", "ModelHessian"]
 
@@ -42,7 +41,7 @@ __all__ = ["BasisModel", "ModelHessian"]
 #: near exact (the step then is the Newton step of the dense Hessian to ~8 digits)
 CG_RTOL = 1e-8
 #: cap on the products of one conjugate-gradient solve on (B5)
-MODEL_MAX_ITER = 20000
+CG_MAX_ITER = 20000
 
 
 class BasisModel:
@@ -95,11 +94,6 @@ class BasisModel:
                             [(bases[n], cores[n]) for n in sorted(cores) if n not in grams],
                             dense)
 
-    def prox_point(self, bases, cores, dense, mu, x, g, P, tol):
-        """The proximal Newton point of the model (B5) at x (see the module docstring)."""
-        return prox_newton_point(x, g, self.operator(bases, cores, dense, mu, x.size), P,
-                                 tol)
-
     def _gram_sum(self, names, bases, cores, d):
         """S = Σᵢ Sᵢ of (B5) as a symmetric CSR matrix on the union of the patterns (the
         union and where each party's entries land in it: once a solve)."""
@@ -117,8 +111,8 @@ class BasisModel:
             indptr = np.zeros(d + 1, dtype=np.int64)
             np.cumsum(np.bincount(keys // d, minlength=d), out=indptr[1:])
             self._pattern_key = key
-            self._pattern = indptr, keys % d, where.ravel(), off, r.size
-        indptr, indices, where, off, m = self._pattern
+            self._pattern = indptr, keys % d, where.ravel(), off
+        indptr, indices, where, off = self._pattern
         values = np.concatenate([cores[n]["gram"] for n in names])
         data = np.bincount(where, np.concatenate([values, values[off]]),
                            minlength=indices.size)
@@ -161,7 +155,7 @@ class ModelHessian:
     def without_lowrank(self):
         return ModelHessian(self.mu, self.S, self.L[:0], self.cores, self.dense)
 
-    def solve(self, b, rtol, maxiter=MODEL_MAX_ITER, shift=0.0):
+    def solve(self, b, rtol, maxiter=CG_MAX_ITER, shift=0.0):
         """(H + diag shift)⁻¹b by conjugate gradients, Jacobi preconditioned, to a
         relative residual of ``rtol``."""
         n = b.size
