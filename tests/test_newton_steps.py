@@ -1,12 +1,15 @@
 """The server's Newton steps on a nonconvex subproblem: an indefinite Hessian (the
 fairness template's difference-of-convex constraints) must still give a descent step.
-Oracles: the definition of descent and closed forms for diagonal models."""
+Oracles: the definition of descent and closed forms for diagonal models.  How a
+subproblem ends: the relative error criterion and the KKT ride, certified by cvxpy."""
 import numpy as np
 import pytest
 
 from constrfl import prox
 from constrfl.solvers.local import newton_direction
 from constrfl.solvers.proxstep import prox_newton_point
+
+import builders
 
 
 def _indefinite(seed, d=6):
@@ -84,8 +87,35 @@ def test_the_relative_criterion_saves_newton_steps_not_accuracy(monkeypatch):
     assert res.status == "optimal" and cf.certify(problem, res).ok
     relaxed = [h for h in res.history
                if h["tau"] == newton.RELATIVE_ERROR * h["step"] / h["eta"]]
-    assert relaxed and all(h["certificate"] <= h["tau"] for h in res.history)
+    # the last subproblem may end on the KKT ride (proxal.KKT_RIDE_RATIO), before its τ_k
+    assert relaxed and all(h["certificate"] <= h["tau"] for h in res.history[:-1])
     monkeypatch.setattr(newton, "RELATIVE_ERROR", 0.0)
     strict = cf.solve(problem, eta_max=1e4)
     assert strict.status == "optimal" and cf.certify(problem, strict).ok
     assert res.inner_iterations < strict.inner_iterations
+
+
+@pytest.mark.parametrize("case", ["np-rows", "np-global-columns", "np-l1"])
+def test_the_solve_ends_on_the_kkt_ride_a_round_early(case, monkeypatch):
+    """Near the end the parties' KKT shares ride on the Newton evaluations
+    (``proxal.KKT_RIDE_RATIO``): the solve ends at an evaluated point whose residuals,
+    recomputed from the raw problem at the multipliers it reports, meet tol (and cvxpy on
+    the pooled problem certifies it), with fewer rounds than the same solve that waits for
+    the multiplier round; in the user's units when the solve scales rows or columns."""
+    import constrfl as cf
+    from constrfl.solvers import proxal
+    problem, opts = {
+        "np-rows": (builders.np_problem(3), {}),
+        "np-global-columns": (builders.np_problem(3, server_separation=1.0),
+                              {"scaling": True}),
+        "np-l1": (builders.np_problem(3, regularizer=prox.L1(1e-2)), {}),
+    }[case]
+    res = cf.solve(problem, tol=1e-6, inner="newton", **opts)
+    again = cf.kkt(problem, res.w, res.multipliers)
+    assert res.status == "optimal" and again.meets(1e-6, 1e-6)
+    assert again.stationarity == pytest.approx(res.kkt.stationarity, rel=1e-6, abs=1e-12)
+    assert cf.certify(problem, res).ok
+    assert res.history[-1]["rounds"] == res.rounds
+    monkeypatch.setattr(proxal, "KKT_RIDE_RATIO", 0.0)
+    waits = cf.solve(problem, tol=1e-6, inner="newton", **opts)
+    assert waits.status == "optimal" and res.rounds < waits.rounds

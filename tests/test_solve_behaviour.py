@@ -84,14 +84,18 @@ def test_message_accounting(monkeypatch):
 def test_message_accounting_federated_newton(monkeypatch):
     """inner="newton": every round evaluates each client's AL term once with its
     gradient and Hessian (at the first trial point); a line-search round also asks for
-    its value at 3 shorter steps.  Rounds: the start-up, the evaluation rounds and one
-    per outer iteration, which carries the next subproblem's first evaluation.  The
-    evaluations are counted by spying on one client's AL term.  Floats per client:
-    down w, order (+ β on the start-up and outer rounds, + the row-scaling range on the
-    start-up; + x and 3 step lengths on a line-search round); up the values (1, or 4 on a line-search round), the gradient, the
-    Hessian triangle, and on the outer rounds μᵢ, ∇ℓᵢ and 4 residual scalars."""
+    its value at 7 shorter steps.  Rounds: the start-up, the evaluation rounds and one
+    per outer iteration, which carries the next subproblem's first evaluation (but after
+    the last when the solve ended on the KKT ride).  The evaluations and KKT shares are
+    counted by spying on one client's AL term and share.  Floats per client: down w,
+    order (+ β on the start-up and outer rounds, + the row-scaling range on the start-up;
+    + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up the
+    values (1, or 8 on a line-search round), the gradient, the Hessian triangle, and on
+    the outer rounds and rides the KKT share: μᵢ, ∇ℓᵢ and 6 scalars."""
+    from constrfl.parties import al, newton
     from constrfl.solvers import augmented
     calls = {0: 0, 1: 0, 2: 0}
+    shares = {"al": 0, "ride": 0}
     original = augmented.AugmentedTerm.__call__
 
     def spy(self, w, order=2):
@@ -106,21 +110,31 @@ def test_message_accounting_federated_newton(monkeypatch):
             calls[0] += len(W)
         return values(self, W)
 
+    def spy_share(where, share):
+        def counted(party, *args):
+            shares[where] += party.name == "client-0"
+            return share(party, *args)
+        return counted
+
     monkeypatch.setattr(augmented.AugmentedTerm, "__call__", spy)
     monkeypatch.setattr(augmented.AugmentedTerm, "values", spy_values)
+    monkeypatch.setattr(al, "kkt_share", spy_share("al", al.kkt_share))
+    monkeypatch.setattr(newton, "kkt_share", spy_share("ride", newton.kkt_share))
     p = np_problem(5, 0.4)
     res = cf.solve(p, inner="newton")
-    n, d, K = 5, p.dim, res.outer_iterations
+    n, d = 5, p.dim
     assert res.status == "optimal"
     assert calls[1] == 0 and calls[2] == res.rounds     # one full evaluation per round
-    searches = calls[0] // 3
-    assert calls[0] == 3 * searches and searches > 0
-    plain = res.rounds - searches - 1 - K                  # evaluations after a short step
+    searches = calls[0] // 7
+    assert calls[0] == 7 * searches and searches > 0
+    outer, rides = shares["al"], shares["ride"]         # al.begin and al.update rounds
+    assert rides > 0 and outer in (res.outer_iterations, res.outer_iterations + 1)
+    plain = res.rounds - searches - outer               # evaluations after a short step
     tri = d * (d + 1) // 2
-    assert res.bytes_down == 8 * n * (1 + (1 + K) * (d + 2) + plain * (d + 1)
-                                      + searches * (2 * d + 4))
-    assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 3
-                                    + (1 + K) * (1 + d + 6))   # KKT shares: w⁰, outer
+    assert res.bytes_down == 8 * n * (1 + outer * (d + 2) + plain * (d + 1)
+                                      + searches * (2 * d + 8) + rides)
+    assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 7
+                                    + (outer + rides) * (1 + d + 6))
 
 
 def test_options_belong_to_their_method():

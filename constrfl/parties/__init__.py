@@ -42,8 +42,10 @@ numbers of docs/algorithms.md):
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
   ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
   eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
-* ``newton.eval`` {w, order, [x, t]}: ALᵢ at w and at x + tⱼ(w − x); with ``order`` ≥ 1
-  the gradient at w, with 2 also the upper triangle of its Hessian.
+* ``newton.eval`` {w, order, [x, t], [kkt]}: ALᵢ at w and at x + tⱼ(w − x); with
+  ``order`` ≥ 1 the gradient at w, with 2 also the upper triangle of its Hessian; with
+  ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)), the party's state
+  unchanged.
 * ``newton.eval`` with ``basis``: the Hessian as the core Cᵢ of its row basis (B1),
   r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`).
 * ``newton.basis`` {start, count}: those columns of the party's row basis B.

@@ -10,7 +10,7 @@ import numpy as np
 from ..messages import MessageType as M, pack_upper, trial_steps
 from ..rowspace import SparseGram, basis_core, gram_values, hessian_form
 from ..solvers.augmented import AugmentedTerm
-from .al import term as al_term
+from .al import kkt_share, term as al_term
 from .registry import handles
 
 __all__ = ["newton_eval", "newton_hvp", "newton_basis", "feas_eval"]
@@ -52,7 +52,15 @@ def _evaluate(term, msg, ctx):
 
 @handles(M.NEWTON_EVAL)
 def newton_eval(msg, state, ctx):
-    return _evaluate(al_term(state, ctx.party), msg, ctx), state
+    """:func:`_evaluate` of the party's AL term; with ``kkt`` also its KKT share at
+    (w, μ⁺, ν⁺), the multipliers step 3 would give at the first point w (what an
+    ``al.update`` there would report, :func:`~.al.kkt_share`), so that the server can
+    end the solve at a KKT point without that round."""
+    term = al_term(state, ctx.party)
+    reply = _evaluate(term, msg, ctx)
+    if msg.get("kkt"):
+        reply.update(kkt_share(ctx.party, msg["w"], *term.new_multipliers(msg["w"])))
+    return reply, state
 
 
 @handles(M.NEWTON_HVP)

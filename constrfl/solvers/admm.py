@@ -165,9 +165,10 @@ class ADMM:
         # is exact only to the w-step's own residual
         return w + solve(rhs - b * w - U.T @ (U @ w))
 
-    def run(self, fed, s, beta):
+    def run(self, fed, s, beta, kkt_met=None):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
-        after each completed round.  Returns ``(w, converged)``."""
+        after each completed round.  Returns ``(w, converged)``.  (The blocks' rounds
+        carry no KKT shares at the server's w: ``kkt_met`` is not used.)"""
         gamma = self.gamma(beta)
         eps1, eps2 = self.eps
         while not s.done and s.iterations < self.max_iter:

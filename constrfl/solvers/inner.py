@@ -39,7 +39,9 @@ class InnerSolver(Protocol):
         """Subproblem k's first state, centred at wᵏ, from the first message's replies:
         Ψ_k with penalty β and proximal term ‖· − wᵏ‖²/(2η) (None: η = β)."""
 
-    def run(self, fed, s: InnerState, beta: float) -> tuple[np.ndarray, bool]:
+    def run(self, fed, s: InnerState, beta: float, kkt_met=None) -> tuple[np.ndarray, bool]:
         """Rounds until (10) holds (``converged``) or the solver's own limit; ``s`` is
         updated after every completed round (so a solve stopped anywhere resumes).
-        Returns ``(w, converged)``."""
+        Returns ``(w, converged)``.  A solver whose rounds can carry the parties' KKT
+        shares at a point x (those of ``al.update`` at x) asks for them and stops early
+        at the first x where ``kkt_met(x, replies)`` is True (the solve ends there)."""
