@@ -15,6 +15,7 @@ LCQP = lcqp_problem()
 flwr = pytest.importorskip("flwr")
 
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict  # noqa: E402
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects  # noqa: E402
 from flwr.app.metadata import validate_message_type  # noqa: E402
 
 from constrfl.messages import MessageType as M  # noqa: E402
@@ -59,6 +60,9 @@ def test_payload_round_trips_bit_for_bit_through_flower_serialization():
     msg.metadata.__dict__["_message_id"] = "m1"
     wire, nbytes = codec.wire_round_trip(msg)
     assert wire is not msg and nbytes > 8 * SPECIAL.size
+    # Flower sends each object with a request of its own: the message, its RecordDict,
+    # three records, one Array for the 4 arrays and its one chunk (5 + 2 per array before)
+    assert len(get_all_nested_objects(msg)) == 7
     assert codec.meta(wire.content) == fields
     back = codec.decode(wire.content)
     assert list(back) == [k for k in payload if isinstance(payload[k], np.ndarray)] + \
