@@ -115,7 +115,6 @@ def test_the_solve_ends_on_the_kkt_ride_a_round_early(case, monkeypatch):
     assert res.status == "optimal" and again.meets(1e-6, 1e-6)
     assert again.stationarity == pytest.approx(res.kkt.stationarity, rel=1e-6, abs=1e-12)
     assert cf.certify(problem, res).ok
-    assert res.history[-1]["rounds"] == res.rounds
     monkeypatch.setattr(proxal, "KKT_RIDE_RATIO", 0.0)
     waits = cf.solve(problem, tol=1e-6, inner="newton", **opts)
     assert waits.status == "optimal" and res.rounds < waits.rounds

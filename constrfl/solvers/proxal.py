@@ -127,6 +127,15 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
     if s.eta is None:
         s.eta = first_eta(problem.regularizer, problem.dim, s.beta, beta_max,
                           settings.eta_max)
+    met = {}            # the replies of an evaluation round at a KKT point (then it ends)
+
+    def kkt_met(x, replies):
+        """Ends the solve at x, with no multiplier round, when the KKT shares the round
+        brought (at μ⁺(x), ν⁺(x)) meet tol."""
+        if measured_at(problem, x, replies)[0].meets(eps1, eps2, settings.eps_rel):
+            met.update(replies)
+        return bool(met)
+
     while s.k < max_outer:
         k, w_prev, mults_prev = s.k, s.w, s.multipliers
         if s.inner is None:
@@ -137,15 +146,6 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
             if s.start is None and not s.history:
                 kkt, objective = measured_at(problem, w_prev, replies)
                 s.start = dict(_recorded(kkt), objective=objective)
-        met = {}                   # an evaluation round's replies at a KKT point
-
-        def kkt_met(x, replies):
-            """Ends the solve at x, with no multiplier round, when the KKT shares the
-            round brought (at μ⁺(x), ν⁺(x)) meet tol."""
-            if measured_at(problem, x, replies)[0].meets(eps1, eps2, settings.eps_rel):
-                met.update(replies)
-            return bool(met)
-
         near = bool(s.history) and _residual_ratio(s.history[-1], eps) <= KKT_RIDE_RATIO
         w_new, converged = inner.run(fed, s.inner, s.beta, kkt_met if near else None)
         if not np.all(np.isfinite(w_new)):
