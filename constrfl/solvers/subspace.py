@@ -15,8 +15,8 @@ an R×R system (T is block upper triangular: Tᵢ has as many rows as the bases 
 its own).  Otherwise (or with a weighted ridge, μ a vector) the d×d sum (B2) and its
 Cholesky factorization.
 
-Parties of sparse rows send (B4) instead of a core: their sparse entries Sᵢ (summed on
-the union of the patterns) and constraint rows Lᵢ, so that
+Parties of sparse rows send (B4) instead of a core: their sparse entries Sᵢ (kept as
+each party's upper triangle on its own pattern) and constraint rows Lᵢ, so that
 
     ∇²ψ = S + LᵀL + Σᵢ Bᵢ Cᵢ Bᵢᵀ + H_D + μI,   S = Σᵢ Sᵢ,                        (B5)
 
@@ -49,7 +49,7 @@ class BasisModel:
 
     def __init__(self):
         self._key, self._qr = None, None
-        self._pattern_key, self._pattern = None, None
+        self._patterns = {}
 
     def direction(self, bases, cores, dense, mu, g):
         """The Newton direction −(∇²ψ)⁻¹g of (B2): ``bases`` maps a party to Bᵢᵀ
@@ -90,47 +90,37 @@ class BasisModel:
         L = np.vstack([np.zeros((0, d))] + [cores[n]["lowrank"].reshape(-1, d)
                                             for n in grams])
         return ModelHessian(np.broadcast_to(np.asarray(mu, dtype=np.float64), (d,)),
-                            self._gram_sum(grams, bases, cores, d) if grams else None, L,
-                            [(bases[n], cores[n]) for n in sorted(cores) if n not in grams],
+                            [self._triangle(n, bases[n], cores[n]["gram"], d) for n in grams],
+                            L, [(bases[n], cores[n]) for n in sorted(cores) if n not in grams],
                             dense)
 
-    def _gram_sum(self, names, bases, cores, d):
-        """The upper triangle of S = Σᵢ Sᵢ of (B5) as a CSR matrix on the union of the
-        patterns (the union and where each party's entries land in it: once a solve).
-        Kept as a triangle: summing the mirrored entries too cost 1.3 s a step at
-        d = 10⁵ (26M entries), the triangle 0.3 s."""
-        key = tuple((n, bases[n].size) for n in names)
-        if key != self._pattern_key:
-            rows, cols = [], []
-            for n in names:
-                indptr = bases[n][:d + 1].astype(np.int64)
-                rows.append(np.repeat(np.arange(d), np.diff(indptr)))
-                cols.append(bases[n][d + 1:].astype(np.int64))
-            keys, where = np.unique(np.concatenate(rows) * d + np.concatenate(cols),
-                                    return_inverse=True)
-            indptr = np.zeros(d + 1, dtype=np.int64)
-            np.cumsum(np.bincount(keys // d, minlength=d), out=indptr[1:])
-            self._pattern_key = key
-            self._pattern = indptr, keys % d, where.ravel()
-        indptr, indices, where = self._pattern
-        data = np.bincount(where, np.concatenate([cores[n]["gram"] for n in names]),
-                           minlength=indices.size)
-        return sps.csr_matrix((data, indices, indptr), shape=(d, d))
+    def _triangle(self, name, pattern, values, d):
+        """Party ``name``'s Sᵢ of (B5) as its upper triangle, a CSR matrix on its own
+        pattern (the integer pattern kept once a solve).  The parts are not summed: the sum
+        on the union of the patterns cost 1.3 s a step at d = 10⁵ (26M entries; as a
+        triangle 0.3 s) and a product with it as much as with the parts (measured: NP
+        sparse d = 10⁵ with L1, 69 -> 56 s)."""
+        if self._patterns.get(name, (None,))[0] is not pattern:
+            self._patterns[name] = (pattern, pattern[:d + 1].astype(np.int64),
+                                    pattern[d + 1:].astype(np.int64))
+        _, indptr, indices = self._patterns[name]
+        return sps.csr_matrix((values, indices, indptr), shape=(d, d))
 
 
 class ModelHessian:
-    """μI + S + LᵀL + Σ Bᵢ Cᵢ Bᵢᵀ + H_D of (B5) as an operator (μ a vector, S given by
-    its upper triangle U (CSR) or None, L k × d, ``cores`` pairs (Bᵢᵀ, Cᵢ), H_D dense or
-    None).  Sv = Uv + Uᵀv − diag(U)v."""
+    """μI + S + LᵀL + Σ Bᵢ Cᵢ Bᵢᵀ + H_D of (B5) as an operator (μ a vector, S = Σᵢ Sᵢ
+    given by the upper triangles Uᵢ (CSR) of its parts, L k × d, ``cores`` pairs
+    (Bᵢᵀ, Cᵢ), H_D dense or None).  Sᵢv = Uᵢv + Uᵢᵀv − diag(Uᵢ)v."""
 
-    def __init__(self, mu, S, L, cores, dense):
-        self.mu, self.S, self.L, self.cores, self.dense = mu, S, L, cores, dense
-        self._S_diagonal = None if S is None else S.diagonal()
+    def __init__(self, mu, parts, L, cores, dense):
+        self.mu, self.parts, self.L, self.cores, self.dense = mu, parts, L, cores, dense
+        self._transposed = [U.T for U in parts]
+        self._parts_diagonal = sum(U.diagonal() for U in parts)
 
     def __call__(self, v):
-        out = self.mu * v + self.L.T @ (self.L @ v)
-        if self.S is not None:
-            out += self.S @ v + self.S.T @ v - self._S_diagonal * v
+        out = self.mu * v + self.L.T @ (self.L @ v) - self._parts_diagonal * v
+        for U, Ut in zip(self.parts, self._transposed):
+            out += U @ v + Ut @ v
         for Bt, C in self.cores:
             out += Bt.T @ (C @ (Bt @ v))
         if self.dense is not None:
@@ -138,9 +128,7 @@ class ModelHessian:
         return out
 
     def diagonal(self):
-        diag = self.mu + (self.L * self.L).sum(axis=0)
-        if self.S is not None:
-            diag = diag + self._S_diagonal
+        diag = self.mu + (self.L * self.L).sum(axis=0) + self._parts_diagonal
         for Bt, C in self.cores:
             diag = diag + ((C @ Bt) * Bt).sum(axis=0)
         if self.dense is not None:
@@ -148,13 +136,18 @@ class ModelHessian:
         return diag
 
     def restricted(self, keep):
-        """The principal submatrix on the coordinates ``keep`` (a boolean mask)."""
-        return ModelHessian(self.mu[keep], None if self.S is None else self.S[keep][:, keep],
+        """The principal submatrix on the coordinates ``keep`` (a boolean mask), its
+        sparse parts summed into one (a working set: one product instead of one a
+        party)."""
+        if keep.all():
+            return self
+        parts = [U[keep][:, keep] for U in self.parts]
+        return ModelHessian(self.mu[keep], [sum(parts[1:], parts[0]).tocsr()] if parts else [],
                             self.L[:, keep], [(Bt[:, keep], C) for Bt, C in self.cores],
                             None if self.dense is None else self.dense[np.ix_(keep, keep)])
 
     def without_lowrank(self):
-        return ModelHessian(self.mu, self.S, self.L[:0], self.cores, self.dense)
+        return ModelHessian(self.mu, self.parts, self.L[:0], self.cores, self.dense)
 
     def solve(self, b, rtol, maxiter=CG_MAX_ITER, shift=0.0):
         """(H + diag shift)⁻¹b by conjugate gradients, Jacobi preconditioned, to a
