@@ -62,13 +62,16 @@ TRIAL_STEPS = 8
 #: σ of the relative error criterion: a subproblem also ends once its residual is at
 #: most σ‖x − wᵏ‖∞/η (docs/algorithms.md §5)
 RELATIVE_ERROR = 0.5
-#: the proximal Newton point (nonsmooth P) is found to a model residual of
-#: MODEL_FORCING·r·min(1, √r), r the residual at x: a forcing sequence η_k = 0.1·min(1, √r_k)
-#: (inexact proximal Newton, superlinear as η_k → 0: Lee, Sun & Saunders 2014; Byrd,
-#: Nocedal & Oztoprak 2016; the √ of Eisenstat & Walker).  It was min(0.1·τ_k, 0.1·r²),
-#: which far from the solution asked the model for 5 decades more than the step needs
-#: (measured: NP sparse d = 10⁵, L1: the first model solve took > 150 s, 6,900 products
-#: with a 26M-entry Hessian; the solve ran out of 300 s; now optimal in 45 rounds)
+#: the proximal Newton point (nonsmooth P) of the server's operator model (B5) is found
+#: to a model residual of MODEL_FORCING·r·min(1, √r), r the residual at x: a forcing
+#: sequence η_k = 0.1·min(1, √r_k) (inexact proximal Newton, superlinear as η_k → 0: Lee,
+#: Sun & Saunders 2014; Byrd, Nocedal & Oztoprak 2016; the √ of Eisenstat & Walker).
+#: min(0.1·τ_k, 0.1·r²), kept for a dense Hessian, far from the solution asked it for 5
+#: decades more than the step needs (measured: NP sparse d = 10⁵, L1: the first model
+#: solve took > 150 s, 6,900 products with a 26M-entry Hessian; the solve ran out of
+#: 300 s; now optimal in 45 rounds).  The dense step stays (near) exact: with the forcing
+#: sequence there, the Maros–Meszaros QPs lost their exact active-set steps (rounds sgm
+#: 38.7 -> 43.9 at K = 1, QSTAIR 85 -> 356, QSCTAP1 optimal -> numerical_error)
 MODEL_FORCING = 0.1
 
 
@@ -266,9 +269,13 @@ class Newton:
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:                       # self.ridge is 0 here: P keeps its own quadratic part
-            H = s.H if s.cores is None else self.model.operator(
-                {n: s.bases[n] for n in s.cores}, s.cores, s.H, 1.0 / s.eta, x.size)
-            z = prox_newton_point(x, g, H, P, MODEL_FORCING * s.r * min(1.0, np.sqrt(s.r)))
+            if s.cores is None:     # dense: (near) exact, as the QPs' active sets need
+                H, tol = s.H, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r))
+            else:                   # the operator (B5): a forcing sequence
+                H = self.model.operator({n: s.bases[n] for n in s.cores}, s.cores, s.H,
+                                        1.0 / s.eta, x.size)
+                tol = MODEL_FORCING * s.r * min(1.0, np.sqrt(s.r))
+            z = prox_newton_point(x, g, H, P, tol)
             if not np.all(np.isfinite(z)):
                 raise NonFiniteIterate("non-finite Newton step")
             return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
