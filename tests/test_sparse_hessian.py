@@ -92,6 +92,25 @@ def test_model_direction_with_sparse_parties_solves_the_explicit_system():
     assert np.allclose(got, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
 
 
+def test_model_operator_is_the_explicit_matrix():
+    """(B5) as the server keeps it (each sparse party's upper triangle, not summed):
+    its products, diagonal and a working set's principal submatrix are those of the
+    explicit matrix built from the rows."""
+    rng = np.random.default_rng(5)
+    bases, cores, HD, H = random_model(rng)
+    d, mu = H.shape[0], 0.05
+    Hmu = H + mu * np.eye(d)
+    op = BasisModel().operator(bases, cores, HD, mu, d)
+    v = rng.standard_normal(d)
+    scale = np.abs(Hmu).max() * np.abs(v).sum()
+    assert np.max(np.abs(op(v) - Hmu @ v)) <= 1e-13 * scale
+    assert np.max(np.abs(op.diagonal() - np.diag(Hmu))) <= 1e-13 * np.abs(Hmu).max()
+    keep = rng.uniform(size=d) < 0.4
+    sub = op.restricted(keep)
+    assert np.max(np.abs(sub(v[keep]) - Hmu[np.ix_(keep, keep)] @ v[keep])) <= 1e-13 * scale
+    assert np.max(np.abs(sub.diagonal() - np.diag(Hmu)[keep])) <= 1e-13 * np.abs(Hmu).max()
+
+
 @pytest.mark.parametrize("P", [prox.L1(0.05), prox.ElasticNet(0.05, 0.1),
                                prox.Box(-0.2, 0.3)])
 def test_model_prox_point_is_the_exact_proximal_newton_point(P):
