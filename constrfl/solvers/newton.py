@@ -66,12 +66,12 @@ RELATIVE_ERROR = 0.5
 #: to a model residual of MODEL_FORCING·r·min(1, √r), r the residual at x: a forcing
 #: sequence η_k = 0.1·min(1, √r_k) (inexact proximal Newton, superlinear as η_k → 0: Lee,
 #: Sun & Saunders 2014; Byrd, Nocedal & Oztoprak 2016; the √ of Eisenstat & Walker).
-#: min(0.1·τ_k, 0.1·r²), kept for a dense Hessian, far from the solution asked it for 5
-#: decades more than the step needs (measured: NP sparse d = 10⁵, L1: the first model
-#: solve took > 150 s, 6,900 products with a 26M-entry Hessian; the solve ran out of
-#: 300 s; now optimal in 45 rounds).  The dense step stays (near) exact: with the forcing
-#: sequence there, the Maros–Meszaros QPs lost their exact active-set steps (rounds sgm
-#: 38.7 -> 43.9 at K = 1, QSTAIR 85 -> 356, QSCTAP1 optimal -> numerical_error)
+#: min(0.1·τ_k, 0.1·r·min(1, r)), kept for a dense Hessian, far from the solution asked
+#: it for 5 decades more than the step needs (measured: NP sparse d = 10⁵, L1: the first
+#: model solve took > 150 s, 6,900 products with a 26M-entry Hessian; the solve ran out
+#: of 300 s; now optimal in 45 rounds).  The dense step stays (near) exact: with the
+#: forcing sequence there, the Maros–Meszaros QPs lost their exact active-set steps
+#: (rounds sgm 38.7 -> 43.9 at K = 1, QSTAIR 85 -> 356, QSCTAP1 optimal -> numerical_error)
 MODEL_FORCING = 0.1
 
 
