@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from . import kernels
+from .patterns import gram_pattern, gram_weights
 
 __all__ = ["BASIS_COLUMNS", "row_basis", "basis_core", "SparseGram", "sparse_gram",
            "gram_values", "hessian_form", "compact_size", "COMPACT_FLOATS_PER_DIM"]
@@ -126,24 +127,11 @@ class SparseGram:
 
 
 def sparse_gram(X):
-    """The :class:`SparseGram` of the rows X (a :class:`~constrfl.kernels.CSR`)."""
-    d = X.ncols
-    a, b, v, j = [], [], [], []
-    for r in range(X.indptr.size - 1):
-        cols = X.indices[X.indptr[r]:X.indptr[r + 1]]
-        vals = X.data[X.indptr[r]:X.indptr[r + 1]]
-        iu, ju = np.triu_indices(cols.size)
-        a.append(cols[iu])
-        b.append(cols[ju])
-        v.append(vals[iu] * vals[ju])
-        j.append(np.full(iu.size, r))
-    a, b = np.concatenate(a).astype(np.int64), np.concatenate(b).astype(np.int64)
-    keys, entry = np.unique(a * d + b, return_inverse=True)
-    indptr = np.zeros(d + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // d, minlength=d), out=indptr[1:])
-    weights = sps.csr_matrix((np.concatenate(v), (entry.ravel(), np.concatenate(j))),
-                             shape=(keys.size, X.indptr.size - 1))
-    return SparseGram(indptr, keys % d, weights)
+    """The :class:`SparseGram` of the rows X (a :class:`~constrfl.kernels.CSR`)
+    (:func:`~constrfl.patterns.gram_pattern`, :func:`~constrfl.patterns.gram_weights`)."""
+    indptr, indices = gram_pattern(X.indptr, X.indices, X.ncols)
+    return SparseGram(indptr, indices,
+                      gram_weights(X.indptr, X.indices, X.data, indptr, indices))
 
 
 def gram_values(party, gram, w, beta, mu, objective=True):

@@ -18,7 +18,7 @@ from constrfl.kernels import CSR
 from constrfl.rowspace import SparseGram, gram_values, hessian_form, sparse_gram
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.proxstep import prox_newton_point
-from constrfl.solvers.subspace import BasisModel
+from constrfl.solvers.subspace import BasisModel, Triangles
 from builders import resume_after_interrupt, sparse_np, wide_np
 
 DIM = 400
@@ -105,10 +105,37 @@ def test_model_operator_is_the_explicit_matrix():
     scale = np.abs(Hmu).max() * np.abs(v).sum()
     assert np.max(np.abs(op(v) - Hmu @ v)) <= 1e-13 * scale
     assert np.max(np.abs(op.diagonal() - np.diag(Hmu))) <= 1e-13 * np.abs(Hmu).max()
-    keep = rng.uniform(size=d) < 0.4
-    sub = op.restricted(keep)
-    assert np.max(np.abs(sub(v[keep]) - Hmu[np.ix_(keep, keep)] @ v[keep])) <= 1e-13 * scale
-    assert np.max(np.abs(sub.diagonal() - np.diag(Hmu)[keep])) <= 1e-13 * np.abs(Hmu).max()
+    for share in (0.4, 0.8):              # formed at once; a view, formed after some products
+        keep = rng.uniform(size=d) < share
+        sub = op.restricted(keep)
+        assert (sub.S.embed is None) == (share < 0.5)
+        for _ in range(Triangles.FORM_AFTER + 2):
+            u = rng.standard_normal(keep.sum())
+            assert np.max(np.abs(sub(u) - Hmu[np.ix_(keep, keep)] @ u)) <= 1e-13 * scale
+        assert sub.S.embed is None
+        assert np.max(np.abs(sub.diagonal() - np.diag(Hmu)[keep])) <= 1e-13 * np.abs(Hmu).max()
+        inner = rng.uniform(size=keep.sum()) < 0.7            # a working set's free set
+        for parent in (op.restricted(keep), sub):             # of a view, of a formed one
+            subsub = parent.restricted(inner)
+            u = rng.standard_normal(inner.sum())
+            explicit = Hmu[np.ix_(keep, keep)][np.ix_(inner, inner)]
+            assert np.max(np.abs(subsub(u) - explicit @ u)) <= 1e-13 * scale
+
+
+def test_model_solve_is_the_explicit_solve():
+    """(H + diag q)⁻¹b by the Woodbury-preconditioned conjugate gradients, on the whole
+    model and on a principal submatrix, against NumPy's dense solve."""
+    rng = np.random.default_rng(6)
+    bases, cores, HD, H = random_model(rng)
+    d, mu = H.shape[0], 0.05
+    op = BasisModel().operator(bases, cores, HD, mu, d)
+    for keep in (np.ones(d, dtype=bool), rng.uniform(size=d) < 0.6):
+        A = (H + mu * np.eye(d))[np.ix_(keep, keep)]
+        q = rng.uniform(0.0, 1.0, keep.sum())
+        b = rng.standard_normal(keep.sum())
+        expected = np.linalg.solve(A + np.diag(q), b)
+        got = op.restricted(keep).solve(b, 1e-12, shift=q)
+        assert np.max(np.abs(got - expected)) <= 1e-9 * np.abs(expected).max()
 
 
 @pytest.mark.parametrize("P", [prox.L1(0.05), prox.ElasticNet(0.05, 0.1),
