@@ -115,11 +115,13 @@ def basis_core(party, basis, w, beta, mu, objective=True):
 class SparseGram:
     """The upper triangle's pattern of XᵀX (``indptr``, ``indices``: compressed sparse
     rows of a d×d matrix) and ``weights``, the matrix that maps row weights ω to its
-    values (entry e = (a, b) gets Σ_j ω_j x_ja x_jb), for (B4)."""
+    values (entry e = (a, b) gets Σ_j ω_j x_ja x_jb), for (B4); ``bound`` = maxₑ Σ_j
+    |weights_ej|, so that every value is at most bound·max|ω|."""
 
     indptr: np.ndarray
     indices: np.ndarray
     weights: sps.csr_matrix
+    bound: float
 
     def pattern(self):
         """indptr and indices in one float64 array (the ``newton.basis`` reply)."""
@@ -130,8 +132,9 @@ def sparse_gram(X):
     """The :class:`SparseGram` of the rows X (a :class:`~constrfl.kernels.CSR`)
     (:func:`~constrfl.patterns.gram_pattern`, :func:`~constrfl.patterns.gram_weights`)."""
     indptr, indices = gram_pattern(X.indptr, X.indices, X.ncols)
-    return SparseGram(indptr, indices,
-                      gram_weights(X.indptr, X.indices, X.data, indptr, indices))
+    weights = gram_weights(X.indptr, X.indices, X.data, indptr, indices)
+    bound = abs(weights) @ np.ones(weights.shape[1])
+    return SparseGram(indptr, indices, weights, float(np.max(bound, initial=0.0)))
 
 
 def gram_values(party, gram, w, beta, mu, objective=True):
@@ -142,8 +145,13 @@ def gram_values(party, gram, w, beta, mu, objective=True):
         beta, mu, objective)
     t, G, h = kernels.stacked_terms(X, y, s, term, logistic, w, True)
     _, _, p, b = kernels.stacked_penalized(t, A, o, a0, o0, mu, beta)
-    values = gram.weights @ (b[term] * s * h)
+    omega = b[term] * s * h
     L = np.sqrt(beta) * (A[p > 0] @ G)
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(L))):
+    if not (np.all(np.isfinite(omega)) and np.all(np.isfinite(L))):
+        return None
+    values = gram.weights @ omega
+    # |values| ≤ bound·max|ω|: far from overflowing, they need no pass (1.2 s of 25 at d = 10⁵)
+    if not (gram.bound * np.max(np.abs(omega), initial=0.0) < 1e300
+            or np.all(np.isfinite(values))):
         return None
     return values, L
