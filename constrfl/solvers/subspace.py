@@ -22,8 +22,8 @@ each party's upper triangle on its own pattern) and constraint rows Lᵢ, so tha
 
 an operator whose products cost nnz(S) + O(d·(R + rows of L)) flops.  The Newton
 direction then comes from conjugate gradients on (B5), preconditioned by the diagonal
-and LᵀL (:meth:`ModelHessian.solve`), to a relative residual of ``CG_RTOL``; with a nonsmooth P the proximal
-Newton point argmin gᵀ(z − x) + ½(z − x)ᵀ∇²ψ(z − x) + P(z) from
+and LᵀL (:meth:`ModelHessian.solve`), to a relative residual of ``CG_RTOL``; with a
+nonsmooth P the proximal Newton point argmin gᵀ(z − x) + ½(z − x)ᵀ∇²ψ(z − x) + P(z) from
 :func:`.proxstep.prox_newton_point` (:func:`.modelprox.prox_gradient_point` for this
 operator), stopped at dist∞(0, ∂model(z)) ≤ tol.  All of it is the server's: no rounds.
 """
@@ -175,7 +175,6 @@ class ModelHessian:
         M = LinearOperator((n, n), matvec=lambda v: v / diag - LD.T @ cho_solve(factor, LD @ v),
                            dtype=np.float64)
         return cg(A, b, rtol=rtol, atol=0.0, maxiter=maxiter, M=M)[0]
-
 
 
 class Triangles:
