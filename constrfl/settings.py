@@ -50,8 +50,8 @@ AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
 #: ``inner="auto"`` runs ``"newton-basis"`` above ``AUTO_NEWTON_MAX_DIM`` when every party
 #: has a compact Hessian and the server's copies stay below this many bytes (a sparse
 #: party's entry budgeted at 200 bytes: measured 5.0 GB peak for 26M entries, d = 100,000,
-#: when the server summed them; 2.7 GB, the parties in the same process included, since
-#: it keeps each party's triangle) ...
+#: when the server summed them; 2.0 GB, the parties in the same process included, since
+#: it keeps each party's triangle on an int32 pattern) ...
 AUTO_BASIS_MAX_BYTES = 8e9
 #: ... and, where P is smooth (Newton-CG is the alternative), its algebra a Newton step
 #: below this many flops (≈ 10 s on one core) and its sparse entries below this many
