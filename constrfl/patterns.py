@@ -1,6 +1,7 @@
 """Numba kernels on sparse patterns for the sparse Hessians of ``inner="newton-basis"``
-(docs/algorithms.md §5): a party's map from row weights to the entries of its Gram
-matrix (B4), and the server's principal submatrices of the parties' triangles (B5).
+(docs/algorithms.md §5): a party's Gram pattern and the map from its row weights to
+the pattern's entries (B4), and the server's principal submatrices of the parties'
+triangles (B5).
 Each is two passes (count, then fill) over the entries it keeps, in a fixed order."""
 from __future__ import annotations
 
