@@ -55,14 +55,14 @@ def _model_point(H, x, g, P, tol, max_iter):
     The accelerated proximal gradient method (Beck & Teboulle 2009) with adaptive
     restart (O'Donoghue & Candès 2015) in the metric M = cI + LᵀL ⪰ H (c ≥ the largest
     eigenvalue of ``rest``: estimated by ``POWER_ITERATIONS`` power iterations,
-    doubled where a step shows more curvature), so that LᵀL costs it nothing (:func:`_metric_prox`).  For a piecewise
-    quadratic P (:meth:`~constrfl.prox.Regularizer.pieces`) every ``NEWTON_EVERY``-th
+    doubled where a step shows more curvature), so that LᵀL costs it nothing
+    (:func:`_metric_prox`).  For a piecewise quadratic P (:meth:`~constrfl.prox.Regularizer.pieces`) every ``NEWTON_EVERY``-th
     iteration also tries a Newton step on the pieces its proximal gradient point z̄ is
     on (the semismooth Newton method on the proximal gradient map, Patrinos & Bemporad
     2013; Li, Sun & Toh 2018): the coordinates z̄ puts on a kink or bound go there, the
     others solve (H + diag q)_FF δ_F = −(∇m on z̄'s pieces)_F by conjugate gradients
-    (preconditioned, :meth:`~.subspace.ModelHessian.solve`); the step, kept on z̄'s pieces, replaces the iterate (and
-    restarts the momentum) where it lowers m more."""
+    (:meth:`~.subspace.ModelHessian.solve`); the step, kept on z̄'s pieces, replaces
+    the iterate (and restarts the momentum) where it lowers m more."""
     pieces = P.pieces(x.size)
     L = H.L if pieces is not None else H.L[:0]
     c = _largest_eigenvalue(H.without_lowrank() if pieces is not None else H, x.size)

@@ -162,19 +162,22 @@ class ModelHessian:
 
     def solve(self, b, rtol, maxiter=CG_MAX_ITER, shift=0.0):
         """(H + diag shift)⁻¹b by conjugate gradients to a relative residual of ``rtol``,
-        preconditioned by M = D + LᵀL, D the diagonal of the rest, applied by the
-        Sherman–Morrison–Woodbury formula M⁻¹v = D⁻¹v − D⁻¹Lᵀ(I + LD⁻¹Lᵀ)⁻¹LD⁻¹v:
-        the constraint rows (β∇c∇cᵀ, a few eigenvalues β times the rest's) exactly,
-        the rest by its diagonal (measured, NP sparse d = 10⁵ with L1: 208 -> 11
-        products a solve against the diagonal of H alone)."""
+        preconditioned by :meth:`preconditioner` (measured, NP sparse d = 10⁵ with L1:
+        208 -> 11 products a solve against the diagonal of H alone)."""
         n = b.size
-        diag = self.diagonal(lowrank=False) + shift
         A = LinearOperator((n, n), matvec=lambda v: self(v) + shift * v, dtype=np.float64)
+        M = LinearOperator((n, n), matvec=self.preconditioner(shift), dtype=np.float64)
+        return cg(A, b, rtol=rtol, atol=0.0, maxiter=maxiter, M=M)[0]
+
+    def preconditioner(self, shift=0.0):
+        """v ↦ M⁻¹v for M = D + LᵀL, D the diagonal of the rest (plus ``shift``), by the
+        Sherman–Morrison–Woodbury formula M⁻¹v = D⁻¹v − D⁻¹Lᵀ(I + LD⁻¹Lᵀ)⁻¹LD⁻¹v: the
+        constraint rows (β∇c∇cᵀ, a few eigenvalues β times the rest's) exactly, the rest
+        by its diagonal."""
+        diag = self.diagonal(lowrank=False) + shift
         LD = self.L / diag
         factor = cho_factor(np.eye(self.L.shape[0]) + LD @ self.L.T)
-        M = LinearOperator((n, n), matvec=lambda v: v / diag - LD.T @ cho_solve(factor, LD @ v),
-                           dtype=np.float64)
-        return cg(A, b, rtol=rtol, atol=0.0, maxiter=maxiter, M=M)[0]
+        return lambda v: v / diag - LD.T @ cho_solve(factor, LD @ v)
 
 
 class Triangles:
