@@ -37,8 +37,9 @@ import scipy.sparse as sps
 from . import kernels
 from .patterns import gram_pattern, gram_weights
 
-__all__ = ["BASIS_COLUMNS", "row_basis", "basis_core", "SparseGram", "sparse_gram",
-           "gram_values", "hessian_form", "compact_size", "COMPACT_FLOATS_PER_DIM"]
+__all__ = ["BASIS_COLUMNS", "row_basis", "basis_core", "constraint_models", "SparseGram",
+           "sparse_gram", "gram_values", "hessian_form", "compact_size",
+           "COMPACT_FLOATS_PER_DIM"]
 
 #: basis columns a party sends a round: with its gradient, ≤ 50·d floats up a round
 BASIS_COLUMNS = 48
@@ -109,6 +110,33 @@ def basis_core(party, basis, w, beta, mu, objective=True):
     args = party.stacked.kernel_args(beta, mu, objective)
     _, _, C, _, finite = kernels.stacked_augmented(Z, *args[1:], B.T @ w, 2)
     return C if finite else None
+
+
+def constraint_models(party, basis, w, beta, mu, objective=True):
+    """Second-order models of the party's inequalities in its row basis (B6): the flat
+    array [β, then for each cₗ: cₗ(w), μₗ, âₗ (r), the upper triangle of Kₗ], with
+    ∇cₗ(w) = B âₗ and ∇²cₗ(w) = B Kₗ Bᵀ; None where the party has no basis or
+    inequality, a constraint is not convex (its model would not be), or the models
+    would take the party's upload a round past ``COMPACT_FLOATS_PER_DIM``·d floats
+    (with its core and gradient)."""
+    if basis is None or not party.n_ineq or not party.is_convex:
+        return None
+    B, Z = basis
+    d, r = B.shape
+    m, side = party.n_ineq, r * (r + 1) // 2
+    if (m + 1) * side + m * (r + 2) + d + 1 > COMPACT_FLOATS_PER_DIM * d:
+        return None
+    _, y, s, term, logistic, A, o, a0, o0, mu, beta = party.stacked.kernel_args(
+        beta, mu, objective)
+    t, G, h = kernels.stacked_terms(Z, y, s, term, logistic, B.T @ w, True)
+    c = A @ t + o
+    grads = A @ G
+    blocks = [np.array([beta])]
+    for l in range(m):
+        blocks += [[c[l], mu[l]], grads[l],
+                   kernels.pack_upper(kernels.stacked_gram(Z, s, term, h, A[l]))]
+    out = np.concatenate(blocks)
+    return out if np.all(np.isfinite(out)) else None
 
 
 @dataclass(frozen=True)

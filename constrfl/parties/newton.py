@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..messages import MessageType as M, pack_upper, trial_steps
-from ..rowspace import SparseGram, basis_core, gram_values, hessian_form
+from ..rowspace import SparseGram, basis_core, constraint_models, gram_values, hessian_form
 from ..solvers.augmented import AugmentedTerm
 from .al import kkt_share, term as al_term
 from .registry import handles
@@ -39,6 +39,9 @@ def _evaluate(term, msg, ctx):
         else:
             core = basis_core(*args)
             compact = None if core is None else {"core": pack_upper(core)}
+            models = constraint_models(*args) if compact and msg.get("models") else None
+            if models is not None:
+                compact["models"] = models
     val, g, H = term(w, 1 if compact is not None else order)
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:

@@ -88,6 +88,7 @@ class NewtonState:
     g: np.ndarray | None = None       # ∇ψ(x); None: x still to be evaluated
     H: np.ndarray | None = None       # ∇²ψ(x), or the BFGS model (newton-basis: H_D)
     cores: dict | None = None         # newton-basis: each party's core Cᵢ at x (B1)
+    models: dict | None = None        # and its inequalities' models there (B6)
     bases: dict | None = None         # newton-basis: each party's Bᵢᵀ received so far
     r: float = np.inf                 # dist∞(0, ∇ψ(x) + ∂P(x))
     iterations: int = 0               # Newton steps taken
@@ -123,7 +124,9 @@ class Newton:
         self.start_type = message_type
         # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
         self.order = 1 if cg else 2
-        self.flags = {"basis": True} if basis else {}
+        # newton-basis asks for the inequalities' models (B6) where its step is (B3)'s
+        self.flags = ({"basis": True, "models": True} if basis and q is not None
+                      else {"basis": True} if basis else {})
         self.model = BasisModel() if basis else None
         self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
@@ -160,7 +163,7 @@ class Newton:
         g = sum(r["grad"] for r in replies) + (x - s.wk) / s.eta + self.ridge * x
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
-        cores = None
+        cores = models = None
         compact = {n: r for n, r in named.items() if "core" in r or "gram" in r}
         if compact and all("hess" in r or "core" in r or "gram" in r for r in replies):
             dense = [r["hess"] for r in replies if "hess" in r]
@@ -168,6 +171,7 @@ class Newton:
             cores = {n: (unpack_upper(r["core"], _side(r["core"].size)) if "core" in r
                          else {"gram": r["gram"], "lowrank": r["lowrank"]})
                      for n, r in compact.items()}
+            models = {n: r["models"] for n, r in compact.items() if "models" in r} or None
         elif all("hess" in r for r in replies):
             H = unpack_upper(sum(r["hess"] for r in replies), x.size)
             H.flat[::x.size + 1] += 1.0 / s.eta + self.ridge
@@ -175,7 +179,7 @@ class Newton:
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
-        s.x, s.g, s.H, s.cores = x, g, H, cores
+        s.x, s.g, s.H, s.cores, s.models = x, g, H, cores, models
         s.f = self._psi_values(replies, [x], s)[0] if f is None else f
         s.r = self.P.dist(x, g)
         F = s.f + self.P.value(x)
@@ -257,6 +261,7 @@ class Newton:
                     return w, s.r <= s.tau
             else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H, s.cores = points[j], values[j], None, None, None
+                s.models = None
 
     def _step(self, fed, s):
         """The trial point z of the next step and the slope of its line search."""
@@ -265,7 +270,7 @@ class Newton:
             d = self._cg(fed, s)
         elif s.cores is not None and isinstance(P, Zero):
             d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
-                                     1.0 / s.eta + self.ridge, g)
+                                     1.0 / s.eta + self.ridge, g, s.models)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:                       # self.ridge is 0 here: P keeps its own quadratic part

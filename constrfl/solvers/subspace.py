@@ -36,6 +36,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from ..patterns import principal_triangle
 from .local import newton_direction
+from .penaltymodel import model_step, parse_models
 
 __all__ = ["BasisModel", "ModelHessian", "Triangles"]
 
@@ -53,30 +54,51 @@ class BasisModel:
         self._key, self._qr = None, None
         self._patterns = {}
 
-    def direction(self, bases, cores, dense, mu, g):
+    def direction(self, bases, cores, dense, mu, g, models=None):
         """The Newton direction −(∇²ψ)⁻¹g of (B2): ``bases`` maps a party to Bᵢᵀ
         (rᵢ × d) or its pattern (B4), ``cores`` to Cᵢ or its (B4) values, ``dense`` is
-        H_D or None."""
+        H_D or None; with ``models`` (a party's ``models`` reply, (B6)) the minimizer of
+        the model with those parties' inequalities to second order
+        (:func:`.penaltymodel.model_step`)."""
         if any(isinstance(c, dict) for c in cores.values()):
             return self.operator(bases, cores, dense, mu, g.size).solve(-g, CG_RTOL)
         names = sorted(cores)
         R, d = sum(cores[n].shape[0] for n in names), g.size
         if dense is not None or R >= d or np.ndim(mu):
-            H = np.zeros((d, d)) if dense is None else dense.copy()
-            for n in names:
-                H += bases[n].T @ (cores[n] @ bases[n])
-            H.flat[::d + 1] += mu
-            return newton_direction(H, g)
+            maps = {n: bases[n].T for n in names}
+
+            def assemble(changes):
+                H = np.zeros((d, d)) if dense is None else dense.copy()
+                for n in names:
+                    C = cores[n] + changes[n] if n in changes else cores[n]
+                    H += bases[n].T @ (C @ bases[n])
+                H.flat[::d + 1] += mu
+                return H
+            return self._step(assemble, g, maps, models)
         Q, T, ends = self._union(names, bases)
-        M = np.zeros((R, R))
-        start = 0
-        for n, end in zip(names, ends):
-            Ti = T[:end, start:end]
-            M[:end, :end] += Ti @ cores[n] @ Ti.T
-            start = end
-        M.flat[::R + 1] += mu
+        starts = np.concatenate([[0], ends[:-1]])
+        maps = {n: T[:, start:end] for n, start, end in zip(names, starts, ends)}
+
+        def assemble(changes):
+            M = np.zeros((R, R))
+            for n, start, end in zip(names, starts, ends):
+                Ti = T[:end, start:end]
+                C = cores[n] + changes[n] if n in changes else cores[n]
+                M[:end, :end] += Ti @ C @ Ti.T
+            M.flat[::R + 1] += mu
+            return M
         Qg = Q.T @ g
-        return Q @ newton_direction(M, Qg) - (g - Q @ Qg) / mu
+        return Q @ self._step(assemble, Qg, maps, models) - (g - Q @ Qg) / mu
+
+    @staticmethod
+    def _step(assemble, g, maps, models):
+        """−M⁻¹g (M = ``assemble({})``), or with ``models`` the minimizer of (B6) in the
+        coordinates where party n's basis coordinates are ``maps[n]ᵀ``x."""
+        M = assemble({})
+        if models:
+            parts = {n: parse_models(models[n], maps[n]) for n in sorted(models) if n in maps}
+            return model_step(M, g, parts, assemble)
+        return newton_direction(M, g)
 
     def _union(self, names, bases):
         key = tuple((n, bases[n].shape) for n in names)
