@@ -184,7 +184,8 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
 
 
 def test_newton_basis_equals_solve_bit_for_bit():
-    """The row bases and the cores of ``inner="newton-basis"`` cross the codec exactly."""
+    """The row bases, the cores and the inequalities' models (B6) of
+    ``inner="newton-basis"`` cross the codec exactly."""
     _, prob = wide_np(server_rows=40)
     expected = cf.solve(prob, tol=1e-6, inner="newton-basis")
     got = simulate(prob, tol=1e-6, inner="newton-basis")
