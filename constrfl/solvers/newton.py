@@ -124,9 +124,9 @@ class Newton:
         self.start_type = message_type
         # Hessians: with every evaluation (federated), lazily (pooled), or products (CG)
         self.order = 1 if cg else 2
-        # newton-basis asks for the inequalities' models (B6) where its step is (B3)'s
-        self.flags = ({"basis": True, "models": True} if basis and q is not None
-                      else {"basis": True} if basis else {})
+        self.flags = {"basis": True} if basis else {}
+        if basis and q is not None:     # the inequalities' models (B6): a smooth P's step
+            self.flags["models"] = True
         self.model = BasisModel() if basis else None
         self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
@@ -260,8 +260,8 @@ class Newton:
                 if ask and kkt_met(w, named):
                     return w, s.r <= s.tau
             else:                               # its gradient (and Hessian): next round
-                s.x, s.f, s.g, s.H, s.cores = points[j], values[j], None, None, None
-                s.models = None
+                s.x, s.f, s.g, s.H, s.cores, s.models = (points[j], values[j], None, None,
+                                                         None, None)
 
     def _step(self, fed, s):
         """The trial point z of the next step and the slope of its line search."""
