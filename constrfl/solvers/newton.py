@@ -31,8 +31,9 @@ party), truncated by a forcing term (:meth:`Newton._cg`).  For large d.
 Newton in the row bases (``inner="newton-basis"``, a smooth P): a party of row losses
 sends its Hessian as the r×r core of (B1) (:mod:`constrfl.rowspace`), r its number of
 independent rows, and once, in the first rounds (``newton.basis``), the basis itself;
-the server's step is (B2)–(B3) (:mod:`.subspace`).  The same steps as ``"newton"`` at
-O(d·k + r²) floats a round.
+the server's step is (B2)–(B3) (:mod:`.subspace`): ``"newton"``'s steps at O(d·k + r²)
+floats a round; with a smooth P also the parties' convex inequalities to second order,
+and the step the minimizer of that model (B6) (:mod:`.penaltymodel`).
 """
 from __future__ import annotations
 
