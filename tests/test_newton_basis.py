@@ -103,7 +103,8 @@ def test_matches_cvxpy(solved):
 
 def test_certificate_bounds_true_subproblem_stationarity(solved):
     """At the end of each subproblem, dist∞(0, ∇Ψ_k(w)) recomputed from the raw data
-    with NumPy is the certificate the server computed, and at most τ_k."""
+    with NumPy is the certificate the server computed, and at most τ_k (the steps are
+    those of the inequalities' models (B6) here: a smooth P, convex constraints)."""
     (data, (Xs, ys)), p, res, states = solved
     split = stratified_split(data.y, CLIENTS, seed=0)
     ids = [split == i for i in np.unique(split)]
