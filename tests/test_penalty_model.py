@@ -89,7 +89,12 @@ def _dense_model(M, g, models):
     return m
 
 
-def test_model_step_is_the_minimizer_of_the_model():
+@pytest.mark.parametrize("cached", [True, False])
+def test_model_step_is_the_minimizer_of_the_model(cached, monkeypatch):
+    """With the parties' VKVᵀ kept, or the matrix assembled every step."""
+    from constrfl.solvers import penaltymodel
+    if not cached:
+        monkeypatch.setattr(penaltymodel, "CACHE_FLOATS", 0)
     rng = np.random.default_rng(3)
     n, ranks = 30, (4, 6, 5)
     M, g, flats = _instance(rng, n, ranks)
@@ -107,10 +112,15 @@ def test_model_step_is_the_minimizer_of_the_model():
     assert m(newton)[0] > value + 1e-6 * abs(value)          # the model does change the step
 
 
+@pytest.mark.parametrize("cached", [True, False])
 @pytest.mark.parametrize("d", [60, 12])                 # R < d: (B3); R ≥ d: (B2)
-def test_direction_with_models_minimizes_the_model_in_d_space(d):
+def test_direction_with_models_minimizes_the_model_in_d_space(d, cached, monkeypatch):
     """BasisModel.direction with models, in the union of the bases (B3) or in ℝᵈ (B2):
-    the minimizer of (B6) written in ℝᵈ, M = Σ BᵢCᵢBᵢᵀ + μI."""
+    the minimizer of (B6) written in ℝᵈ, M = Σ BᵢCᵢBᵢᵀ + μI; the Newton-type systems
+    from the kept VKVᵀ or assembled from the changed cores."""
+    from constrfl.solvers import penaltymodel
+    if not cached:
+        monkeypatch.setattr(penaltymodel, "CACHE_FLOATS", 0)
     rng = np.random.default_rng(4)
     ranks, mu = (4, 5, 3), 0.05
     bases, cores, models, H = {}, {}, {}, mu * np.eye(d)
