@@ -22,7 +22,7 @@ Its minimizer by Newton-type steps H(λ)dx = −∇m(x) (:func:`model_step`), wh
 the linearized [μ + βqₗ]₊ after each step (a primal-dual Newton method: λ need not follow
 x through the penalty's steep walls, which is what makes plain Newton on m slow, ~60
 steps against ~10 on the scaled d = 5,000 rows).  H(λ) ≻ 0 for λ ≥ 0, so each step is a
-descent direction of m.  H(λ) is the Newton matrix assembled from the changed cores
+descent direction of m.  H(λ) is the Newton matrix with the cores changed to
 Cᵢ − (uK + β[u>0]ââᵀ) + λK + β Σ_{active} bbᵀ, b = â + Kz; the first step, from (0, u),
 is the plain Newton step.  All of it is the server's work: no rounds.
 """
@@ -39,13 +39,15 @@ MODEL_MAX_STEPS = 50
 MODEL_RTOL = 1e-9
 #: steps taken whole before steps are backtracked on m
 FREE_STEPS = 25
-#: floats of the parties' VₙKₗVₙᵀ kept for one step's model (4 GB), else assembled anew
+#: floats of the parties' VₙKₗVₙᵀ kept for one step's model (4 GB), else VₙΔₙVₙᵀ each time
 CACHE_FLOATS = 5e8
 
 
 class ConstraintModel:
-    """One party's inequalities as quadratics in its basis coordinates z = Vᵀx:
-    values c, multipliers μ, gradients Â (rows), Hessians K (m × r × r), penalty β."""
+    """One party's inequalities as quadratics in its basis coordinates z = Vᵀx[:k]
+    (V: k × r, k the coordinates its basis reaches: a party's columns of the triangular
+    T of (B3) are zero below its own rows): values c, multipliers μ, gradients Â (rows),
+    Hessians K (m × r × r), penalty β."""
 
     def __init__(self, V, beta, c, mu, grads, hessians):
         self.V, self.beta, self.c, self.mu = V, beta, c, mu
@@ -55,7 +57,7 @@ class ConstraintModel:
     def at(self, x):
         """``(z, q, b)``: the basis coordinates of x, the models' values qₗ(z) and
         gradients bₗ = âₗ + Kₗz (rows)."""
-        z = self.V.T @ x
+        z = self.V.T @ x[:self.V.shape[0]]
         Kz = self.K @ z
         return z, self.c + self.A @ z + 0.5 * Kz @ z, self.A + Kz
 
@@ -87,21 +89,21 @@ def parse_models(flat, V):
                            np.ascontiguousarray(blocks[:, 2:2 + r]), K)
 
 
-def model_step(M, g, models, assemble):
+def model_step(M, g, models):
     """The minimizer of m of (B6) by primal-dual Newton steps from (0, u): M the Newton
-    matrix, g the gradient, ``models`` maps a party to its :class:`ConstraintModel`,
-    ``assemble(changes)`` the Newton matrix with those parties' cores changed by
-    ``changes``.  Full steps first (backtracking on m costs them their speed: 50 steps
-    against 12 on the scaled d = 5,000 rows); where those have not converged after
-    ``FREE_STEPS``, steps backtracked on m from the best point so far, with λ = [μ + βq]₊
-    there.  The best point if m is below 0 there (a descent direction), else the plain
-    Newton step −M⁻¹g (a model that is not convex, or not solved)."""
+    matrix, g the gradient, ``models`` maps a party to its :class:`ConstraintModel`.
+    Full steps first (backtracking on m costs them their speed: 50 steps against 12 on
+    the scaled d = 5,000 rows); where those have not converged after ``FREE_STEPS``,
+    steps backtracked on m from the best point so far, with λ = [μ + βq]₊ there.  The
+    best point if m is below 0 there (a descent direction), else the plain Newton step
+    −M⁻¹g, the first step (a model that is not convex, or not solved)."""
     x = np.zeros_like(g)
+    newton = newton_direction(M, g)
     lam = {n: part.u for n, part in models.items()}
     point = _model(M, g, models, x)
     best = x, point
     gnorm = float(np.linalg.norm(g))
-    build = _builder(M, models, assemble)
+    build = _builder(M, models)
     for step in range(MODEL_MAX_STEPS):
         val, grad, pieces = point
         if not np.isfinite(val):
@@ -113,7 +115,7 @@ def model_step(M, g, models, assemble):
             x, point = best
             val, grad, pieces = point
             lam = {n: np.maximum(target, 0.0) for n, (target, _, _) in pieces.items()}
-        dx = newton_direction(M if step == 0 else build(lam, pieces), grad)
+        dx = newton if step == 0 else newton_direction(build(lam, pieces), grad)
         slope = float(grad @ dx)
         if not slope < 0:
             break
@@ -125,7 +127,7 @@ def model_step(M, g, models, assemble):
             t *= 0.5
         for n, (target, active, b) in pieces.items():       # the linearized multipliers
             V, beta = models[n].V, models[n].beta
-            linear = np.where(active, target + beta * (b @ (V.T @ dx)), 0.0)
+            linear = np.where(active, target + beta * (b @ (V.T @ dx[:V.shape[0]])), 0.0)
             lam[n] = (1 - t) * lam[n] + t * np.maximum(linear, 0.0)
         x = x + t * dx
         if point[0] < best[1][0]:
@@ -133,52 +135,45 @@ def model_step(M, g, models, assemble):
         elif step >= FREE_STEPS:
             break
     x, (val, _, _) = best
-    return x if np.isfinite(val) and val < 0 else newton_direction(M, g)
+    return x if np.isfinite(val) and val < 0 else newton
 
 
-def _builder(M, models, assemble):
+def _builder(M, models):
     """A function (λ, pieces) ↦ H(λ) = M + Σₙ Vₙ Δₙ Vₙᵀ, Δₙ the party's
-    :meth:`ConstraintModel.core_change`: from M, each Gₙₗ = VₙKₗVₙᵀ (formed at the first
-    call, on the rows where Vₙ has entries) and the rank-one terms, O(R²) a call after the
-    first (an assembly of the cores costs O(R²·r): 3.3 s against ~0.3 s at R = 4,000);
-    by ``assemble`` where the Gₙₗ would take more than ``CACHE_FLOATS``."""
-    rows = {n: _extent(part.V) for n, part in models.items()}
-    if sum(len(part.c) * rows[n] ** 2 for n, part in models.items()) > CACHE_FLOATS:
-        return lambda lam, pieces: assemble({n: models[n].core_change(lam[n], b, active)
-                                             for n, (_, active, b) in pieces.items()})
+    :meth:`ConstraintModel.core_change`: each Gₙₗ = VₙKₗVₙᵀ formed at the first call,
+    then Σ (λₗ − uₗ)Gₙₗ and the rank-one terms, O(R²) a call (VₙΔₙVₙᵀ itself costs
+    O(R²·r): 3.3 s against ~0.3 s at R = 4,000); VₙΔₙVₙᵀ where the Gₙₗ would take more
+    than ``CACHE_FLOATS``."""
+    cached = sum(len(p.c) * p.V.shape[0] ** 2 for p in models.values()) <= CACHE_FLOATS
     cache = {}
 
     def build(lam, pieces):
         H = M.copy()
         plus, minus = [], []
         for n, part in models.items():
-            k = rows[n]
-            V = part.V[:k]
+            V = part.V
+            k = V.shape[0]
+            _, active, b = pieces[n]
+            if not cached:
+                H[:k, :k] += V @ part.core_change(lam[n], b, active) @ V.T
+                continue
             if n not in cache:
                 cache[n] = [V @ K @ V.T for K in part.K]
             for coef, G in zip(lam[n] - part.u, cache[n]):
                 if coef:
                     H[:k, :k] += coef * G
-            _, active, b = pieces[n]
             root = np.sqrt(part.beta)
-            plus.append((k, root * (V @ b[active].T)))
-            minus.append((k, root * (V @ part.A[part.u > 0].T)))
+            plus.append(root * (V @ b[active].T))
+            minus.append(root * (V @ part.A[part.u > 0].T))
         for sign, terms in ((1.0, plus), (-1.0, minus)):
-            P = np.zeros((M.shape[0], sum(t.shape[1] for _, t in terms)))
+            P = np.zeros((M.shape[0], sum(t.shape[1] for t in terms)))
             col = 0
-            for k, t in terms:
-                P[:k, col:col + t.shape[1]] = t
+            for t in terms:
+                P[:t.shape[0], col:col + t.shape[1]] = t
                 col += t.shape[1]
             H += sign * (P @ P.T)
         return H
     return build
-
-
-def _extent(V):
-    """The rows of V up to its last nonzero one (a party's columns of the triangular T
-    of (B3) are zero below its own rows)."""
-    nonzero = np.flatnonzero(np.any(V != 0, axis=1))
-    return int(nonzero[-1]) + 1 if nonzero.size else 0
 
 
 def _model(M, g, models, x):
@@ -190,6 +185,6 @@ def _model(M, g, models, x):
         v = np.maximum(target, 0.0)
         Az, Hz = part.A @ z, part.taylor(z)
         val += float((v @ v - part.u @ part.u) / (2 * part.beta) - part.u @ Az - 0.5 * z @ Hz)
-        grad = grad + part.V @ (v @ b - part.u @ part.A - Hz)
+        grad[:part.V.shape[0]] += part.V @ (v @ b - part.u @ part.A - Hz)
         pieces[n] = target, target > 0, b
     return val, grad, pieces

@@ -65,40 +65,21 @@ class BasisModel:
         names = sorted(cores)
         R, d = sum(cores[n].shape[0] for n in names), g.size
         if dense is not None or R >= d or np.ndim(mu):
-            maps = {n: bases[n].T for n in names}
-
-            def assemble(changes):
-                H = np.zeros((d, d)) if dense is None else dense.copy()
-                for n in names:
-                    C = cores[n] + changes[n] if n in changes else cores[n]
-                    H += bases[n].T @ (C @ bases[n])
-                H.flat[::d + 1] += mu
-                return H
-            return self._step(assemble, g, maps, models)
+            H = np.zeros((d, d)) if dense is None else dense.copy()
+            for n in names:
+                H += bases[n].T @ (cores[n] @ bases[n])
+            H.flat[::d + 1] += mu
+            return _step(H, g, {n: bases[n].T for n in names}, models)
         Q, T, ends = self._union(names, bases)
-        starts = np.concatenate([[0], ends[:-1]])
-        maps = {n: T[:, start:end] for n, start, end in zip(names, starts, ends)}
-
-        def assemble(changes):
-            M = np.zeros((R, R))
-            for n, start, end in zip(names, starts, ends):
-                Ti = T[:end, start:end]
-                C = cores[n] + changes[n] if n in changes else cores[n]
-                M[:end, :end] += Ti @ C @ Ti.T
-            M.flat[::R + 1] += mu
-            return M
+        M = np.zeros((R, R))
+        start, maps = 0, {}
+        for n, end in zip(names, ends):
+            maps[n] = Ti = T[:end, start:end]
+            M[:end, :end] += Ti @ cores[n] @ Ti.T
+            start = end
+        M.flat[::R + 1] += mu
         Qg = Q.T @ g
-        return Q @ self._step(assemble, Qg, maps, models) - (g - Q @ Qg) / mu
-
-    @staticmethod
-    def _step(assemble, g, maps, models):
-        """−M⁻¹g (M = ``assemble({})``), or with ``models`` the minimizer of (B6) in the
-        coordinates where party n's basis coordinates are ``maps[n]ᵀ``x."""
-        M = assemble({})
-        if models:
-            parts = {n: parse_models(models[n], maps[n]) for n in sorted(models) if n in maps}
-            return model_step(M, g, parts, assemble)
-        return newton_direction(M, g)
+        return Q @ _step(M, Qg, maps, models) - (g - Q @ Qg) / mu
 
     def _union(self, names, bases):
         key = tuple((n, bases[n].shape) for n in names)
@@ -140,6 +121,15 @@ class BasisModel:
         _, indptr, indices, on_diagonal, diagonal_rows = self._patterns[name]
         return (sps.csr_matrix((values, indices, indptr), shape=(d, d)), on_diagonal,
                 diagonal_rows)
+
+
+def _step(M, g, maps, models):
+    """−M⁻¹g, or with ``models`` the minimizer of (B6), party n's basis coordinates being
+    ``maps[n]ᵀ`` times the first rows of x."""
+    if models:
+        return model_step(M, g, {n: parse_models(models[n], maps[n])
+                                 for n in sorted(models) if n in maps})
+    return newton_direction(M, g)
 
 
 class ModelHessian:
