@@ -7,16 +7,16 @@
   constrfl type with ``.`` → ``_`` and ``+`` → ``__`` (``al.update+admm.start`` →
   ``query.al_update__admm_start``).
 * **Payloads.**  A payload (a flat dict of float64 arrays and Python scalars,
-  :func:`constrfl.messages.check_payload`) becomes two records of one
-  :class:`~flwr.app.RecordDict`: an ``ArrayRecord`` holding one
-  :class:`~flwr.app.Array`, the payload's arrays end to end (NumPy's ``.npy`` bytes:
-  bit-exact, NaN payloads, −0.0 and subnormals included), and a ``ConfigRecord`` of the
-  scalars (Python bool, int, float — never NumPy scalars, which ConfigRecord rejects)
-  and of the arrays' names and shapes (``LAYOUT``).  A third ``ConfigRecord`` carries
-  the protocol's fields: sequence number, constrfl type, the solve's id and the site.
-  One Array, not one per array: Flower sends every Array and each of its chunks as an
-  object of its own, one request each and each hop, so a message is 7 objects instead
-  of 5 + 2 per array (a Newton evaluation's reply with its KKT share: 17).
+  :func:`constrfl.messages.check_payload`) travels as one bytes value (``PAYLOAD``) of
+  the message's one ``ConfigRecord``, beside the protocol's fields (sequence number,
+  constrfl type, the solve's id, the site): a JSON header naming each entry (arrays by
+  shape, Python bool, int, float and str scalars by type and value, floats by ``repr``;
+  NumPy scalars refused) and the arrays' raw little-endian float64 bytes — bit-exact,
+  NaN payloads, −0.0 and subnormals included.  One record: Flower sends every object of
+  a message (the ``Message``, its ``RecordDict``, each record, each ``Array`` and each of
+  its chunks) with a request of its own at every hop, so a message is 3 objects (7 with an
+  ``ArrayRecord`` of one ``Array`` and two ``ConfigRecord``; 5 + 2 per array with one
+  ``Array`` per array).
 * **Party errors** (a :class:`~constrfl.errors.PartyError`: the site's function
   failed) are an answer, not a transport failure: they travel as the reply's
   ``"error"`` ConfigRecord (status, slot, reason) and become the same PartyError at
@@ -33,7 +33,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import ConfigRecord, RecordDict
 from flwr.supercore.inflatable.inflatable_object import (get_all_nested_objects,
                                                           no_object_id_recompute)
 from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
@@ -54,9 +54,9 @@ EVALUATE = (M.NEWTON_EVAL, M.NEWTON_HVP, M.FEAS_EVAL, M.KKT_REPORT)
 #: the discovery message: "which site are you?" (Flower type ``query.constrfl_hello``)
 HELLO = "constrfl.hello"
 
-ARRAYS, CONFIG, META, ERROR = "arrays", "config", "constrfl", "error"
-#: the Array of a payload's arrays end to end, and the config entry naming them
-FLOATS, LAYOUT = "floats", "__arrays__"
+#: the record of a message (its fields, and its payload's bytes under ``PAYLOAD``) and
+#: of a party's error answer
+META, ERROR, PAYLOAD = "constrfl", "error", "payload"
 
 
 def flower_type(message_type):
@@ -75,56 +75,71 @@ def known_types():
     return singles + [f"{a}+{b}" for a in singles for b in singles if a != b] + [HELLO]
 
 
-# -- payloads -------------------------------------------------------------------------------
+# -- payloads and states ------------------------------------------------------------------
+#
+# One byte format serves messages, ``context.state`` and the site's file: a JSON header
+# (each entry: arrays by shape, scalars by type and value, floats by ``repr``, hence
+# exactly) and the arrays' raw little-endian float64 bytes.  Exact, and cheap to
+# (de)serialize every message.
 
-def _records(payload, what):
-    """The ArrayRecord (one Array: the arrays end to end) and ConfigRecord (the scalars,
-    and the arrays' names and shapes under ``LAYOUT``) of a payload."""
-    layout, parts, config = [], [], {}
-    for key, v in payload.items():
-        if isinstance(v, np.ndarray) and v.dtype == np.float64:
-            layout.append([key, list(v.shape)])
-            parts.append(v.ravel())
-        elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
-            config[key] = v
+_SCALAR = {"bool": bool, "int": int, "str": str, "float": float}
+
+
+def _pack(parts, what, header=None):
+    """The bytes of ``parts`` (``{part: {key: float64 array or Python scalar}}``) after
+    the JSON ``header``."""
+    entries, chunks = [], []
+    for part, values in parts.items():
+        for k, v in values.items():
+            if isinstance(v, np.ndarray) and v.dtype == np.float64:
+                entries.append([part, k, "array", list(v.shape)])
+                chunks.append(np.ascontiguousarray(v, dtype="<f8").tobytes())
+            elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
+                entries.append([part, k, type(v).__name__,
+                                repr(v) if isinstance(v, float) else v])
+            else:
+                raise TypeError(f"{what}[{k!r}]: {type(v).__name__} is not plain data "
+                                "(float64 arrays and Python bool, int, float, str only)")
+    head = json.dumps({**(header or {}), "entries": entries}).encode()
+    return b"".join([len(head).to_bytes(8, "little"), head, *chunks])
+
+
+def _unpack(blob, at=0):
+    """``(header, parts)`` from :func:`_pack`'s bytes at offset ``at`` (arrays
+    writable)."""
+    n = int.from_bytes(blob[at:at + 8], "little")
+    header = json.loads(blob[at + 8:at + 8 + n])
+    at += 8 + n
+    parts = {}
+    for part, k, kind, v in header.pop("entries"):
+        if kind == "array":
+            count = int(np.prod(v))
+            value = np.frombuffer(blob, "<f8", count, at).reshape(v).astype(np.float64)
+            at += 8 * count
         else:
-            raise TypeError(f"{what}[{key!r}]: {type(v).__name__} cannot travel in a Flower "
-                            "record (float64 arrays and Python scalars only)")
-    config[LAYOUT] = json.dumps(layout)
-    floats = np.concatenate(parts) if parts else np.zeros(0)
-    return ArrayRecord(array_dict={FLOATS: Array(floats)}), ConfigRecord(config)
-
-
-def _plain(arrays, config):
-    """The payload of an ArrayRecord and a ConfigRecord from :func:`_records` (arrays
-    writable, as sent)."""
-    config = dict(config)
-    floats, out, at = arrays[FLOATS].numpy(), {}, 0
-    for key, shape in json.loads(config.pop(LAYOUT)):
-        size = int(np.prod(shape))
-        out[key] = floats[at:at + size].reshape(shape).copy()
-        at += size
-    out.update(config)
-    return out
+            value = _SCALAR[kind](v)
+        parts.setdefault(part, {})[k] = value
+    return header, parts
 
 
 def encode(payload, fields):
-    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...)."""
-    arrays, config = _records(payload, "payload")
-    return RecordDict({ARRAYS: arrays, CONFIG: config, META: ConfigRecord(dict(fields))})
+    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...): one
+    ConfigRecord, the fields and the packed payload under ``PAYLOAD``."""
+    return RecordDict({META: ConfigRecord({**fields, PAYLOAD: _pack({"p": payload},
+                                                                    "payload")})})
 
 
 def meta(content):
     """The protocol fields of a content RecordDict (empty if it has none)."""
     rec = content.get(META)
-    return {} if rec is None else dict(rec)
+    return {} if rec is None else {k: v for k, v in rec.items() if k != PAYLOAD}
 
 
 def decode(content):
     """The payload dict (or the :class:`PartyError` of an error answer) of a content."""
     if ERROR in content:
         return decode_error(content)
-    return _plain(content[ARRAYS], content[CONFIG])
+    return _unpack(bytes(content[META][PAYLOAD]))[1].get("p", {})
 
 
 def encode_error(err, fields):
@@ -142,34 +157,18 @@ def decode_error(content):
 # -- a party's state --------------------------------------------------------------------------
 #
 # One byte string serves both stores (``context.state``, as a bytes value of a
-# ConfigRecord, and the site's file): a JSON header (the protocol fields, the sequence
-# number, and every entry of the state and of the cached reply: arrays by dtype and
-# shape, scalars by type and value, floats by ``repr``, hence exactly) and the arrays'
-# raw little-endian float64 bytes.  Exact, and cheap to (de)serialize every message.
+# ConfigRecord, and the site's file): :func:`_pack` of the state and the cached reply
+# after a magic line, the header holding the protocol fields and the sequence number.
 
 _MAGIC = b"constrfl-state-1\n"
-_SCALAR = {"bool": bool, "int": int, "str": str, "float": float}
 
 
 def pack_state(snapshot, fields):
     """The bytes of a :class:`~constrfl.federation.PartyRuntime` snapshot (its state,
     last sequence number and reply) plus ``fields`` (e.g. the solve's id)."""
-    entries, chunks = [], []
-    for part in ("state", "reply"):
-        for k, v in (snapshot[part] or {}).items():
-            if isinstance(v, np.ndarray):
-                a = np.ascontiguousarray(v, dtype="<f8")
-                entries.append([part, k, "array", list(a.shape)])
-                chunks.append(a.tobytes())
-            elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
-                entries.append([part, k, type(v).__name__,
-                                repr(v) if isinstance(v, float) else v])
-            else:
-                raise TypeError(f"state[{k!r}]: {type(v).__name__} is not plain data")
-    header = json.dumps({"fields": fields, "seq": snapshot["seq"],
-                         "has_reply": snapshot["reply"] is not None,
-                         "entries": entries}).encode()
-    return b"".join([_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
+    return _MAGIC + _pack({"state": snapshot["state"] or {}, "reply": snapshot["reply"] or {}},
+                          "state", {"fields": fields, "seq": snapshot["seq"],
+                                    "has_reply": snapshot["reply"] is not None})
 
 
 def unpack_state(blob):
@@ -177,21 +176,9 @@ def unpack_state(blob):
     blob = bytes(blob)
     if not blob.startswith(_MAGIC):
         raise ValueError("not a constrfl site state")
-    at = len(_MAGIC)
-    n = int.from_bytes(blob[at:at + 8], "little")
-    header = json.loads(blob[at + 8:at + 8 + n])
-    at += 8 + n
-    parts = {"state": {}, "reply": {}}
-    for part, k, kind, v in header["entries"]:
-        if kind == "array":
-            count = int(np.prod(v))
-            parts[part][k] = np.frombuffer(blob, "<f8", count, at).reshape(v).astype(
-                np.float64)
-            at += 8 * count
-        else:
-            parts[part][k] = _SCALAR[kind](v)
-    snapshot = {"state": parts["state"], "seq": header["seq"],
-                "reply": parts["reply"] if header["has_reply"] else None}
+    header, parts = _unpack(blob, len(_MAGIC))
+    snapshot = {"state": parts.get("state", {}), "seq": header["seq"],
+                "reply": parts.get("reply", {}) if header["has_reply"] else None}
     return snapshot, header["fields"]
 
 
