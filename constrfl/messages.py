@@ -6,8 +6,8 @@ answer once, so that e.g. the multiplier round of an outer iteration carries the
 round of the next subproblem (one round instead of two).
 
 Payloads and replies are flat dicts whose values are float64 NumPy arrays or Python
-scalars (float, int, bool): what Flower's ``ArrayRecord``/``ConfigRecord`` carry
-bit-exactly.  Traffic counts 8 bytes for every array entry and every scalar.
+scalars (float, int, bool): what :mod:`constrfl.flower.codec` packs bit-exactly into a
+Flower record.  Traffic counts 8 bytes for every array entry and every scalar.
 """
 from __future__ import annotations
 

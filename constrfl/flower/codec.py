@@ -247,8 +247,8 @@ class SiteStore:
 
 def wire_round_trip(message):
     """``(copy, nbytes)``: the message after Flower's own serialization — deflated into
-    the objects a SuperLink stores and forwards (``Message`` → ``RecordDict`` → records →
-    ``Array`` → chunks) and inflated back — and the number of bytes of those objects.
+    the objects a SuperLink stores and forwards (``Message`` → ``RecordDict`` → its
+    records) and inflated back — and the number of bytes of those objects.
     The metadata's message id, which deflation leaves out (it is the object id on the
     wire), is carried over."""
     with no_object_id_recompute():          # as Flower's push paths: ids computed once
