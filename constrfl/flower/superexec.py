@@ -2,7 +2,7 @@
 flwr's own ``run_clientapp``, imports paid once.
 
     python -m constrfl.flower.superexec [--task-mode fork|in-process] [--preload MOD]...
-                                        [--warm-up MOD:FUNC] [--task-poll 0.1]
+                                        [--warm-up MOD:FUNC] [--task-poll 0.2]
                                         [--pull-backoff 0.02]
                                         <flower-superexec arguments>
 
@@ -34,7 +34,7 @@ ClientApp runtime, numpy, scipy and numba); ``--warm-up`` calls a function (defa
 :func:`warm_up`: tiny solves that load constrfl's compiled numba kernels, so that a
 forked child finds them loaded; ``none``: nothing).
 
-Waits: ``--task-poll`` (0.1): seconds between task polls while tasks come (the last one
+Waits: ``--task-poll`` (0.2): seconds between task polls while tasks come (the last one
 started less than 5 s ago), then backing off to ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``
 (Flower's poll, 1 s by default): quick in a solve, nearly free when idle.
 ``--pull-backoff``: a task's first retry when its message is not all stored yet (the
@@ -217,7 +217,7 @@ def _parser():
     ap.add_argument("--warm-up", default=f"{COMMAND}:warm_up", metavar="MOD:FUNC",
                     help="call FUNC of MOD before the first task (default: load "
                     "constrfl's compiled kernels; none: nothing)")
-    ap.add_argument("--task-poll", type=float, default=0.1,
+    ap.add_argument("--task-poll", type=float, default=waits.SITE_POLL,
                     help="seconds between task polls while tasks come (then "
                     "FLWR_SUPEREXEC_TASK_POLL_INTERVAL, Flower's, 1 s by default)")
     return ap

@@ -1,6 +1,6 @@
 """``flower-supernode`` with its fixed waits shortened.
 
-    python -m constrfl.flower.supernode [--idle-wait 0.1] [--reply-wait 0.01]
+    python -m constrfl.flower.supernode [--idle-wait 0.2] [--reply-wait 0.01]
                                         [--pull-backoff 0.02]
                                         <flower-supernode arguments>
 
@@ -38,7 +38,7 @@ def _parser():
         prog=f"python -m {COMMAND}", add_help=False,
         description="flower-supernode with shorter fixed waits; any other argument is "
         "flower-supernode's (see flower-supernode --help).")
-    ap.add_argument("--idle-wait", type=float, default=0.1,
+    ap.add_argument("--idle-wait", type=float, default=waits.SITE_POLL,
                     help="seconds between asks when the SuperLink has nothing, while "
                     "messages come (the last less than 5 s ago; then backing off to "
                     "flwr's 3 s)")

@@ -80,7 +80,7 @@ MODES = ("warm", "warm-in-process", "process", "subprocess", "simulation")
 WARM = {"warm": "fork", "warm-in-process": "in-process"}
 #: --waits short: the SuperNode's idle and reply waits and the warm SuperExec's task poll
 #: while messages come, in seconds (flwr: 3, 0.5 and FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
-SHORT_WAITS = (0.1, 0.01, 0.1)
+SHORT_WAITS = (0.2, 0.01, 0.2)   # as constrfl.flower.waits.SITE_POLL (measured there)
 
 
 def free_port():
@@ -377,7 +377,7 @@ def main(argv=None):
                     "(3 s / 0.5 s); or three numbers")
     ap.add_argument("--task-poll", type=float, default=None,
                     help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0; the "
-                    "warm SuperExec polls every 0.1 s while tasks come, backing off to it)")
+                    f"warm SuperExec polls every {SHORT_WAITS[2]:g} s while tasks come, backing off to it)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--data", default=None, help="data root (default: ../shared/data)")
     ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")
