@@ -43,8 +43,8 @@ IDLE, REPLY = 3.0, 0.5        # start_client_internal.py's sleeps
 
 #: seconds between a site's polls while work comes (its SuperNode asking the SuperLink
 #: for a message, its SuperExec asking the SuperNode for a task).  Measured on the
-#: example's warm deployment (5 sites, 2 shared cores, 4 alternated pairs): 0.2 s gave
-#: 0.75-0.82 s a round and 86-88 CPU-s, 0.1 s 0.84-1.04 s and 96-109 CPU-s; 0.3 s
+#: example's warm deployment (5 sites, 2 shared cores, 6 alternated pairs): 0.2 s gave
+#: 0.75-0.82 s a round and 85-88 CPU-s, 0.1 s 0.77-1.04 s and 90-109 CPU-s; 0.3 s
 #: 0.87 s (polls cost CPU that the round needs; shorter polls cut little latency)
 SITE_POLL = 0.2
 
