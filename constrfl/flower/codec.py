@@ -139,7 +139,7 @@ def decode(content):
     """The payload dict (or the :class:`PartyError` of an error answer) of a content."""
     if ERROR in content:
         return decode_error(content)
-    return _unpack(bytes(content[META][PAYLOAD]))[1].get("p", {})
+    return _unpack(content[META][PAYLOAD])[1].get("p", {})
 
 
 def encode_error(err, fields):

@@ -140,39 +140,47 @@ def model_step(M, g, models):
 
 def _builder(M, models):
     """A function (λ, pieces) ↦ H(λ) = M + Σₙ Vₙ Δₙ Vₙᵀ, Δₙ the party's
-    :meth:`ConstraintModel.core_change`: each Gₙₗ = VₙKₗVₙᵀ formed at the first call,
-    then Σ (λₗ − uₗ)Gₙₗ and the rank-one terms, O(R²) a call (VₙΔₙVₙᵀ itself costs
-    O(R²·r): 3.3 s against ~0.3 s at R = 4,000); VₙΔₙVₙᵀ where the Gₙₗ would take more
-    than ``CACHE_FLOATS``."""
-    cached = sum(len(p.c) * p.V.shape[0] ** 2 for p in models.values()) <= CACHE_FLOATS
-    cache = {}
+    :meth:`ConstraintModel.core_change`.  With the Gₙₗ = VₙKₗVₙᵀ kept (formed at the first
+    call, with H₀ = M − Σ uₗGₙₗ − β Σ_{u>0} VₙâₗâₗᵀVₙᵀ, which λ does not change):
+    H(λ) = H₀ + Σ λₗGₙₗ + β Σ_active VₙbₗbₗᵀVₙᵀ, O(R²) a constraint and call (VₙΔₙVₙᵀ
+    itself costs O(R²·r): 3.3 s against ~0.3 s at R = 4,000); VₙΔₙVₙᵀ each call where the
+    Gₙₗ would take more than ``CACHE_FLOATS``."""
+    if sum(len(p.c) * p.V.shape[0] ** 2 for p in models.values()) > CACHE_FLOATS:
+        def build(lam, pieces):
+            H = M.copy()
+            for n, part in models.items():
+                k, (_, active, b) = part.V.shape[0], pieces[n]
+                H[:k, :k] += part.V @ part.core_change(lam[n], b, active) @ part.V.T
+            return H
+        return build
+    grams, base = {}, M.copy()
+
+    def rank_ones(rows):
+        """Σₙ β Vₙ rowsₙᵀ rowsₙ Vₙᵀ as one product (rowsₙ: {n: rows in n's basis})."""
+        P = np.zeros((M.shape[0], sum(len(r) for r in rows.values())))
+        col = 0
+        for n, r in rows.items():
+            V = models[n].V
+            P[:V.shape[0], col:col + len(r)] = np.sqrt(models[n].beta) * (V @ r.T)
+            col += len(r)
+        return P @ P.T
 
     def build(lam, pieces):
-        H = M.copy()
-        plus, minus = [], []
+        if not grams:                                   # H₀, once
+            for n, part in models.items():
+                k = part.V.shape[0]
+                grams[n] = [part.V @ K @ part.V.T for K in part.K]
+                for u, G in zip(part.u, grams[n]):
+                    if u:
+                        base[:k, :k] -= u * G
+            base[...] -= rank_ones({n: p.A[p.u > 0] for n, p in models.items()})
+        H = base.copy()
         for n, part in models.items():
-            V = part.V
-            k = V.shape[0]
-            _, active, b = pieces[n]
-            if not cached:
-                H[:k, :k] += V @ part.core_change(lam[n], b, active) @ V.T
-                continue
-            if n not in cache:
-                cache[n] = [V @ K @ V.T for K in part.K]
-            for coef, G in zip(lam[n] - part.u, cache[n]):
+            k = part.V.shape[0]
+            for coef, G in zip(lam[n], grams[n]):
                 if coef:
                     H[:k, :k] += coef * G
-            root = np.sqrt(part.beta)
-            plus.append(root * (V @ b[active].T))
-            minus.append(root * (V @ part.A[part.u > 0].T))
-        for sign, terms in ((1.0, plus), (-1.0, minus)):
-            P = np.zeros((M.shape[0], sum(t.shape[1] for t in terms)))
-            col = 0
-            for t in terms:
-                P[:t.shape[0], col:col + t.shape[1]] = t
-                col += t.shape[1]
-            H += sign * (P @ P.T)
-        return H
+        return H + rank_ones({n: b[active] for n, (_, active, b) in pieces.items()})
     return build
 
 

@@ -78,9 +78,6 @@ QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
 MODES = ("warm", "warm-in-process", "process", "subprocess", "simulation")
 #: constrfl's warm SuperExec, per mode: the ClientApp task mode
 WARM = {"warm": "fork", "warm-in-process": "in-process"}
-#: --waits short: the SuperNode's idle and reply waits and the warm SuperExec's task poll
-#: while messages come, in seconds (flwr: 3, 0.5 and FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
-SHORT_WAITS = (0.2, 0.01, 0.2)   # as constrfl.flower.waits.SITE_POLL (measured there)
 
 
 def free_port():
@@ -162,7 +159,7 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
         env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(task_poll)
     procs = Processes(logs, env)
     say = print if verbose else (lambda *a, **k: None)
-    site_waits = {"short": SHORT_WAITS, "flwr": None}.get(waits, waits)
+    site_waits = {"short": (), "flwr": None}.get(waits, waits)
     cpu_lost = {}                        # CPU seconds of the SuperNodes killed
     cpu_at_crash = None                  # CPU seconds of all processes then
     t_start = time.time()
@@ -302,12 +299,13 @@ def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     """The SuperNode of site ``name`` (and its SuperExec in process isolation: Flower's
     ``flower-superexec`` in mode ``process``, constrfl's warm one in the warm modes).
     ``waits=(idle, reply, task)``: the SuperNode is constrfl's with these waits (and
-    the warm SuperExec polls every ``task`` seconds while tasks come)."""
+    the warm SuperExec polls every ``task`` seconds while tasks come); ``()``: constrfl's
+    commands with their own defaults; None: ``flower-supernode``."""
     port = free_port()
     config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
     node = ["flower-supernode"] if waits is None else [
-        sys.executable, "-m", "constrfl.flower.supernode", "--idle-wait", str(waits[0]),
-        "--reply-wait", str(waits[1])]
+        sys.executable, "-m", "constrfl.flower.supernode"] + (
+        ["--idle-wait", str(waits[0]), "--reply-wait", str(waits[1])] if waits else [])
     argv = node + ["--insecure", "--superlink", f"127.0.0.1:{link}", "--port", str(port),
                    "--node-config", config]
     isolated = mode == "process" or mode in WARM
@@ -371,13 +369,13 @@ def main(argv=None):
                     help="warm (default): constrfl's warm SuperExec, a forked child per "
                     "message; process: Flower's stock flower-superexec")
     ap.add_argument("--waits", default="short", metavar="short|flwr|IDLE,REPLY,TASK",
-                    help="short (default): constrfl.flower.supernode waiting "
-                    f"{SHORT_WAITS[0]:g} s idle / {SHORT_WAITS[1]:g} s for a reply, the warm "
-                    f"SuperExec polling every {SHORT_WAITS[2]:g} s; flwr: flower-supernode "
-                    "(3 s / 0.5 s); or three numbers")
+                    help="short (default): constrfl.flower.supernode and the warm "
+                    "SuperExec with their default waits (python -m constrfl.flower.supernode "
+                    "--help); flwr: flower-supernode (3 s / 0.5 s); or three numbers: the "
+                    "SuperNode's idle and reply waits and the SuperExec's task poll")
     ap.add_argument("--task-poll", type=float, default=None,
                     help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0; the "
-                    f"warm SuperExec polls every {SHORT_WAITS[2]:g} s while tasks come, backing off to it)")
+                    "warm SuperExec polls faster while tasks come, backing off to it)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--data", default=None, help="data root (default: ../shared/data)")
     ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")
