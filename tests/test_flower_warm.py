@@ -40,7 +40,8 @@ from flwr.supercore.run import Run  # noqa: E402
 from flwr.supercore.superexec.executor import ExecutionSpec, SubprocessExecutor  # noqa: E402
 from flwr.supernode.runtime import run_clientapp as runtime  # noqa: E402
 
-from constrfl.flower import codec, pinned, superexec, supernode, waits  # noqa: E402
+from constrfl.flower import (codec, holds, pinned, superexec, superlink,  # noqa: E402
+                             supernode, waits)
 from test_flower_example import EXAMPLE, from_example, solve_in_memory  # noqa: E402
 
 
@@ -202,12 +203,16 @@ def test_an_untested_flwr_runs_the_stock_commands_with_a_clear_message(monkeypat
     args = ["--insecure", "--runtime-api-address", "127.0.0.1:9094"]
     superexec.main(["--task-mode", "in-process", *args])
     supernode.main(["--idle-wait", "0.1", "--insecure", "--superlink", "127.0.0.1:9092"])
+    superlink.main(["--hold", "2", "--insecure"])
     assert became == [["flower-superexec", *args],
-                      ["flower-supernode", "--insecure", "--superlink", "127.0.0.1:9092"]]
+                      ["flower-supernode", "--insecure", "--superlink", "127.0.0.1:9092"],
+                      ["flower-superlink", "--insecure"]]
     err = capsys.readouterr().err
     assert ("constrfl.flower.superexec was tested with flwr 1.42.x only and flwr 1.99.0 is "
             "installed: running Flower's own `flower-superexec` instead") in err
     assert "running Flower's own `flower-supernode` instead" in err
+    assert "running Flower's own `flower-superlink` instead" in err
+    assert holds.hold_superlink() is None and holds.hold_supernode() is None
     assert waits.shorten_object_pulls() is False and waits.adapt_task_polls() is None
     assert "Flower's fixed waits kept (flwr 1.99.0" in capsys.readouterr().err
 
@@ -222,10 +227,14 @@ def test_the_supernodes_waits_are_quick_while_messages_come_then_flwrs():
     now = [0.0]
     slept = []
 
-    class Clock:
+    class Clock:                          # (no time passes between the sleeps)
         @staticmethod
         def sleep(s):
             slept.append(s)
+
+        @staticmethod
+        def monotonic():
+            return 0.0
     idle = waits.Backoff(0.05, window=5.0, clock=lambda: now[0])
     clock = waits.ShortWaits(idle, 0.01, clock=Clock)
     clock.sleep(3)                        # a message came less than 5 s ago: quick
@@ -237,6 +246,29 @@ def test_the_supernodes_waits_are_quick_while_messages_come_then_flwrs():
         clock.sleep(3)
     clock.sleep(0.2)                      # any other wait: unchanged
     assert slept == [0.05, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.0, 3.0, 3.0, 0.2]
+
+
+def test_a_wait_counts_the_ask_before_it():
+    """After an ask held 1 s by a holding server the loop asks again at once; after a
+    quick answer it waits the rest of its interval."""
+    t = [0.0]
+    slept = []
+
+    class Clock:
+        @staticmethod
+        def sleep(s):
+            slept.append(s)
+            t[0] += s
+
+        @staticmethod
+        def monotonic():
+            return t[0]
+    clock = waits.ShortWaits(waits.Backoff(0.2, clock=lambda: 0.0), 0.01, clock=Clock)
+    t[0] += 1.0                           # a held ask
+    clock.sleep(3)
+    t[0] += 0.05                          # a quick empty answer
+    clock.sleep(3)
+    assert slept == [0.0, pytest.approx(0.15)]
 
 
 def test_object_pulls_shortened_in_this_process_only(monkeypatch):

@@ -21,7 +21,8 @@ TESTED = ("1.42",)
 
 #: the Flower command each constrfl command stands in for
 STOCK = {"constrfl.flower.superexec": "flower-superexec",
-         "constrfl.flower.supernode": "flower-supernode"}
+         "constrfl.flower.supernode": "flower-supernode",
+         "constrfl.flower.superlink": "flower-superlink"}
 
 
 def installed():

@@ -228,8 +228,8 @@ class FlowerFederation(Federation):
                     out[n] = ClientFailure(n, f"{reason.get(n, 'no reply')} (waited "
                                               f"client_timeout={self.client_timeout:g} s)")
                 return out
-            if not replies:
-                time.sleep(self.poll_interval)
+            if not replies:     # (a held pull has waited already)
+                time.sleep(max(0.0, self.poll_interval - (time.monotonic() - now)))
 
     def _reply(self, site, reply, seq, reason):
         """A site's answer (a reply dict or a PartyError), or None to keep waiting."""

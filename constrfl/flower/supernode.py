@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import waits
+from . import holds, waits
 
 __all__ = ["main"]
 
@@ -44,6 +44,9 @@ def _parser():
                     "flwr's 3 s)")
     ap.add_argument("--reply-wait", type=float, default=0.01,
                     help="seconds between checks for the ClientApp's reply (flwr: 0.5)")
+    ap.add_argument("--hold", type=float, default=holds.HOLD,
+                    help="seconds the SuperExec's ask for a task is held at most while "
+                    "there is none (0: answered at once, as flwr)")
     return ap
 
 
@@ -54,6 +57,8 @@ def main(argv=None):
     a, flwr_args = parsed
     from flwr.supernode.cli.flower_supernode import flower_supernode
     waits.shorten_supernode_sleeps(a.idle_wait, a.reply_wait)
+    if a.hold > 0:
+        holds.hold_supernode(a.hold)
     sys.argv = ["flower-supernode", *flwr_args]
     print(f"constrfl: SuperNode waits {a.idle_wait:g} s idle (flwr: 3), {a.reply_wait:g} s "
           f"for a reply (flwr: 0.5), object pulls retried after {a.pull_backoff:g} s "

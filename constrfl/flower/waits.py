@@ -68,13 +68,32 @@ class Backoff:
         return min(self.wait, cap)
 
 
-class ShortWaits:
-    """The ``time`` module as ``start_client_internal`` sees it: ``sleep(3)`` (nothing
-    to pull) waits ``idle.next(3)``, ``sleep(0.5)`` (a reply not there yet) waits
-    ``reply`` and counts as work for ``idle``; anything else as ``time``'s."""
+class _Clock:
+    """The ``time`` module as a polling loop sees it: its sleeps go through
+    :meth:`wait`, which counts the time since the previous sleep ended (the ask in
+    between, held by a server that answers when there is something:
+    :mod:`constrfl.flower.holds`) against the wait; anything else is ``time``'s."""
+
+    def __init__(self, clock=_time):
+        self._clock = clock
+        self._woke = clock.monotonic()
+
+    def wait(self, seconds):
+        self._clock.sleep(max(0.0, seconds - (self._clock.monotonic() - self._woke)))
+        self._woke = self._clock.monotonic()
+
+    def __getattr__(self, name):
+        return getattr(self._clock, name)
+
+
+class ShortWaits(_Clock):
+    """``start_client_internal``'s clock: ``sleep(3)`` (nothing to pull) waits
+    ``idle.next(3)``, ``sleep(0.5)`` (a reply not there yet) waits ``reply`` and counts
+    as work for ``idle``; any other sleep as asked."""
 
     def __init__(self, idle, reply, clock=_time):
-        self._clock, self.idle, self.reply = clock, idle, reply
+        super().__init__(clock)
+        self.idle, self.reply = idle, reply
 
     def sleep(self, seconds):
         if seconds == IDLE:
@@ -82,24 +101,19 @@ class ShortWaits:
         elif seconds == REPLY:
             self.idle.touch()
             seconds = self.reply
-        self._clock.sleep(seconds)
-
-    def __getattr__(self, name):
-        return getattr(self._clock, name)
+        self.wait(seconds)
 
 
-class _Polls:
-    """The ``time`` module as ``run_superexec`` sees it: its one sleep, between task
-    polls, waits ``polls.next(seconds)``."""
+class _Polls(_Clock):
+    """``run_superexec``'s clock: its one sleep, between task polls, waits
+    ``polls.next(seconds)``."""
 
     def __init__(self, polls, clock=_time):
-        self._clock, self.polls = clock, polls
+        super().__init__(clock)
+        self.polls = polls
 
     def sleep(self, seconds):
-        self._clock.sleep(self.polls.next(seconds))
-
-    def __getattr__(self, name):
-        return getattr(self._clock, name)
+        self.wait(self.polls.next(seconds))
 
 
 def _tested():

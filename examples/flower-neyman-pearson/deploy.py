@@ -2,13 +2,13 @@
 site on 127.0.0.1, started and stopped by PID.
 
     python deploy.py [--sites 5] [--mode warm|warm-in-process|process|subprocess|simulation]
-                     [--waits short|flwr|IDLE,REPLY,TASK] [--task-poll SECONDS]
+                     [--waits short|flwr|IDLE,REPLY,TASK,HOLD] [--task-poll SECONDS]
                      [--workdir DIR]
                      [--run-config 'tol=1e-4 inner="newton"'] [--restart SITE:N]
                      [--kill SITE:N]
 
 1. splits the data into ``<workdir>/sites`` (split_data.py);
-2. starts ``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
+2. starts the SuperLink (``--insecure --disable-runtime-dependency-installation``) on a
    free port, then one SuperNode per site with ``--node-config 'site="site-<i>"
    data="<workdir>/sites/site-<i>.csv" state-dir=...'``, and how its ClientApps run:
 
@@ -20,9 +20,13 @@ site on 127.0.0.1, started and stopped by PID.
      a new ``flwr-clientapp`` process per message;
    - ``subprocess``: Flower's default, the SuperNode starts its own ``flower-superexec``;
 
-   with ``--waits short`` (default) the SuperNode is ``python -m
-   constrfl.flower.supernode`` (flower-supernode with its fixed 3 s / 0.5 s waits
-   shortened, see that module), with ``--waits flwr`` it is ``flower-supernode``;
+   with ``--waits short`` (default) the SuperLink is ``python -m
+   constrfl.flower.superlink`` (flower-superlink holding the asks for messages and
+   replies until there is one, see :mod:`constrfl.flower.holds`) and the SuperNode
+   ``python -m constrfl.flower.supernode`` (flower-supernode with its fixed 3 s / 0.5 s
+   waits shortened, holding the SuperExec's asks for a task); with ``--waits flwr`` they
+   are ``flower-superlink`` and ``flower-supernode``; four numbers set the SuperNode's
+   idle and reply waits, the warm SuperExec's task poll and the holds (0: none);
 3. writes a connection ``constrfl-local`` to ``$FLWR_HOME/config.toml`` (``FLWR_HOME``
    is ``<workdir>/flwr-home``) and runs ``flwr run . constrfl-local``;
 4. waits for ``<workdir>/result/result.json`` (the ServerApp's ``res.save``), prints
@@ -146,9 +150,9 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
     result appears within ``timeout``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if waits not in ("short", "flwr") and len(waits) != 3:
-        raise ValueError(f"waits must be 'short', 'flwr' or (idle, reply, task), got "
-                         f"{waits!r}")
+    if waits not in ("short", "flwr") and len(waits) != 4:
+        raise ValueError(f"waits must be 'short', 'flwr' or (idle, reply, task, hold), "
+                         f"got {waits!r}")
     if (restart or kill) and mode == "simulation":
         raise ValueError("restart and kill need SuperNodes (not a simulation)")
     work, env = workspace(workdir, "constrfl-np-deploy-")
@@ -164,7 +168,7 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
     cpu_at_crash = None                  # CPU seconds of all processes then
     t_start = time.time()
     try:
-        link = start_superlink(procs, mode == "simulation")
+        link = start_superlink(procs, mode == "simulation", site_waits)
         nodes = {} if mode == "simulation" else {
             name: start_site(procs, name, sites, work, link, mode, waits=site_waits)
             for name in site_names(n_sites)}
@@ -234,14 +238,18 @@ def cpu_seconds(session):
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def start_superlink(procs, simulation=False):
-    """``flower-superlink --insecure --disable-runtime-dependency-installation`` on a
+def start_superlink(procs, simulation=False, waits=()):
+    """The SuperLink with ``--insecure --disable-runtime-dependency-installation`` on a
     free port of 127.0.0.1 (``--simulation``: Flower's simulation engine, no
-    SuperNodes); returns the port once it listens."""
+    SuperNodes); returns the port once it listens.  ``waits``: as :func:`start_site`'s
+    (None: ``flower-superlink``; else constrfl's, holding asks ``waits[3]`` s; a
+    simulation's replies do not pass the handlers it holds: ``flower-superlink``)."""
     port = free_port()
-    procs.start("superlink", ["flower-superlink", "--insecure",
-                              "--disable-runtime-dependency-installation",
-                              "--host", "127.0.0.1", "--port", str(port)]
+    link = ["flower-superlink"] if waits is None or simulation else [
+        sys.executable, "-m", "constrfl.flower.superlink"] + (
+        ["--hold", str(waits[3])] if waits else [])
+    procs.start("superlink", link + ["--insecure", "--disable-runtime-dependency-installation",
+                                     "--host", "127.0.0.1", "--port", str(port)]
                 + (["--simulation"] if simulation else []))
     wait_for_port(port)
     return port
@@ -298,14 +306,16 @@ def run_status(run_id, connection, env):
 def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     """The SuperNode of site ``name`` (and its SuperExec in process isolation: Flower's
     ``flower-superexec`` in mode ``process``, constrfl's warm one in the warm modes).
-    ``waits=(idle, reply, task)``: the SuperNode is constrfl's with these waits (and
-    the warm SuperExec polls every ``task`` seconds while tasks come); ``()``: constrfl's
-    commands with their own defaults; None: ``flower-supernode``."""
+    ``waits=(idle, reply, task, hold)``: the SuperNode is constrfl's with these waits,
+    holding the SuperExec's asks ``hold`` s (and the warm SuperExec polls every ``task``
+    seconds while tasks come); ``()``: constrfl's commands with their own defaults;
+    None: ``flower-supernode``."""
     port = free_port()
     config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
     node = ["flower-supernode"] if waits is None else [
         sys.executable, "-m", "constrfl.flower.supernode"] + (
-        ["--idle-wait", str(waits[0]), "--reply-wait", str(waits[1])] if waits else [])
+        ["--idle-wait", str(waits[0]), "--reply-wait", str(waits[1]), "--hold",
+         str(waits[3])] if waits else [])
     argv = node + ["--insecure", "--superlink", f"127.0.0.1:{link}", "--port", str(port),
                    "--node-config", config]
     isolated = mode == "process" or mode in WARM
@@ -368,11 +378,12 @@ def main(argv=None):
     ap.add_argument("--mode", choices=MODES, default="warm",
                     help="warm (default): constrfl's warm SuperExec, a forked child per "
                     "message; process: Flower's stock flower-superexec")
-    ap.add_argument("--waits", default="short", metavar="short|flwr|IDLE,REPLY,TASK",
-                    help="short (default): constrfl.flower.supernode and the warm "
+    ap.add_argument("--waits", default="short", metavar="short|flwr|IDLE,REPLY,TASK,HOLD",
+                    help="short (default): constrfl's superlink, supernode and warm "
                     "SuperExec with their default waits (python -m constrfl.flower.supernode "
-                    "--help); flwr: flower-supernode (3 s / 0.5 s); or three numbers: the "
-                    "SuperNode's idle and reply waits and the SuperExec's task poll")
+                    "--help-waits); flwr: flower-superlink and flower-supernode (3 s / 0.5 s "
+                    "waits, no holds); or four numbers: the SuperNode's idle and reply "
+                    "waits, the SuperExec's task poll, the holds (0: none)")
     ap.add_argument("--task-poll", type=float, default=None,
                     help="FLWR_SUPEREXEC_TASK_POLL_INTERVAL in seconds (Flower: 1.0; the "
                     "warm SuperExec polls faster while tasks come, backing off to it)")
