@@ -16,6 +16,7 @@ import os
 import pickle
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -184,6 +185,31 @@ def test_a_task_runs_through_run_clientapp_with_the_clientapps_own_reply(
     assert exit_handler.registered_exit_handlers == own
     assert runtime.flwr_exit is flwr_exit_module.flwr_exit
     assert os.getpid() == executor.pid
+    # the FAB flwr installed is remembered for the next task, and forgotten at the end
+    (marker,) = executor.installs.root.iterdir()
+    assert marker.name == hashlib.sha256(fab.content).hexdigest()
+    assert Path(marker.read_text()).is_dir()
+    executor.close()
+    assert not executor.installs.root.exists()
+
+
+def test_a_fab_installed_once_is_not_extracted_again(tmp_path):
+    calls = []
+
+    def install(fab_file, install_dir=None, skip_prompt=False):
+        calls.append(fab_file)
+        path = tmp_path / f"app-{len(calls)}"
+        path.mkdir()
+        return path
+    once = superexec.InstallOnce(tmp_path).wrap(install)
+    assert once(b"fab", skip_prompt=True) == tmp_path / "app-1"
+    assert once(b"fab", skip_prompt=True) == tmp_path / "app-1"      # remembered
+    assert once(b"other", skip_prompt=True) == tmp_path / "app-2"
+    (tmp_path / "app-1").rmdir()                                      # gone: again
+    assert once(b"fab", skip_prompt=True) == tmp_path / "app-3"
+    once(b"fab")                                                      # flwr's prompt
+    once(Path("x.fab"), skip_prompt=True)                             # not bytes
+    assert calls == [b"fab", b"other", b"fab", b"fab", Path("x.fab")]
 
 
 def test_other_task_types_go_to_flowers_executor():

@@ -50,14 +50,15 @@ LOST_TIMEOUT = 30.0           # client-timeout of the warm-lost deployment
 STOCK = 'pull-backoff=0'      # the ServerApp keeps flwr's object-pull waits
 MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
     "warm": (dict(mode="warm"), "", "constrfl's warm path (`deploy.py` default): "
+             "`python -m constrfl.flower.superlink` (asks held until there is an answer), "
              "`python -m constrfl.flower.supernode --isolation process` (flwr's waits "
-             "shortened) and `python -m constrfl.flower.superexec` (a forked child per "
-             "message)"),
+             "shortened, task asks held) and `python -m constrfl.flower.superexec` (a "
+             "forked child per message)"),
     "warm-in-process": (dict(mode="warm-in-process"), "", "as warm, each message run "
                         "inside the warm process (`--task-mode in-process`)"),
     "warm-flwr-waits": (dict(mode="warm", waits="flwr"), STOCK, "the warm SuperExec "
-                        "next to the stock `flower-supernode --isolation process` "
-                        "(flwr's 3 s / 0.5 s / 1 s waits)"),
+                        "next to the stock `flower-supernode --isolation process` and "
+                        "`flower-superlink` (flwr's 3 s / 0.5 s / 1 s waits, no holds)"),
     "process": (dict(mode="process", waits="flwr", task_poll=0.05), STOCK,
                 "Flower's stock path: `flower-supernode --isolation process` and "
                 "`flower-superexec`, `FLWR_SUPEREXEC_TASK_POLL_INTERVAL=0.05`"),

@@ -48,15 +48,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import importlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import traceback
+from pathlib import Path
 
 from . import waits
 
-__all__ = ["WarmExecutor", "TaskEnded", "run_task", "warm_up", "main"]
+__all__ = ["WarmExecutor", "TaskEnded", "InstallOnce", "run_task", "warm_up", "main"]
 
 COMMAND = "constrfl.flower.superexec"
 MODES = ("fork", "in-process")
@@ -70,13 +74,46 @@ class TaskEnded(Exception):
         self.code = code
 
 
+class InstallOnce:
+    """flwr's ``install_from_fab(content, skip_prompt=True)`` (which every task calls:
+    it extracts the FAB into a temporary directory, verifies its files' hashes and,
+    the app being installed already, returns the installed directory) done once per
+    FAB: bytes installed before by a task of this SuperExec (a marker in ``root`` named
+    by their SHA-256 holds the path) give that path again while it exists.  The same
+    bytes verify the same, and flwr reuses the installed directory anyway; what is
+    saved is extracting and verifying the same zip for every message.  ``root`` is
+    shared by the forked children (a file each, replaced atomically)."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def wrap(self, install):
+        def install_once(fab_file, install_dir=None, skip_prompt=False):
+            if not (isinstance(fab_file, bytes) and install_dir is None and skip_prompt):
+                return install(fab_file, install_dir, skip_prompt)
+            marker = self.root / hashlib.sha256(fab_file).hexdigest()
+            try:
+                path = Path(marker.read_text())
+                if path.is_dir():
+                    return path
+            except OSError:
+                pass
+            path = install(fab_file, install_dir, skip_prompt)
+            part = marker.with_name(f"{marker.name}.{os.getpid()}")
+            part.write_text(str(path))
+            os.replace(part, marker)
+            return path
+        return install_once
+
+
 @contextlib.contextmanager
-def _task_exit():
+def _task_exit(installs=None):
     """For the duration of one ``run_clientapp`` call: its signal-handler registration
     only collects the task's exit handlers, and its ``flwr_exit`` runs those (last
     registered first) and raises :class:`TaskEnded` instead of ending the process.
     Flower's own ``flwr_exit`` would also run the SuperExec's exit handlers and start a
-    thread that ``os._exit``-s the process five seconds later."""
+    thread that ``os._exit``-s the process five seconds later.  ``installs``: an
+    :class:`InstallOnce` for its ``install_from_fab``."""
     from flwr.supernode.runtime import run_clientapp as module
     handlers = []
 
@@ -92,21 +129,24 @@ def _task_exit():
                 pass
         raise TaskEnded(int(code))
 
-    saved = module.register_signal_handlers, module.flwr_exit
+    saved = module.register_signal_handlers, module.flwr_exit, module.install_from_fab
     module.register_signal_handlers, module.flwr_exit = register, task_exit
+    if installs is not None:
+        module.install_from_fab = installs.wrap(module.install_from_fab)
     try:
         yield
     finally:
-        module.register_signal_handlers, module.flwr_exit = saved
+        module.register_signal_handlers, module.flwr_exit, module.install_from_fab = saved
 
 
-def run_task(spec, parent_pid=None):
+def run_task(spec, parent_pid=None, installs=None):
     """Run the ClientApp task of ``spec`` (flwr's ``ExecutionSpec``) with flwr's
     ``run_clientapp``, as ``flwr-clientapp --token ...`` would; returns its exit code
-    (0: the reply and the task's output were pushed; Flower's codes otherwise)."""
+    (0: the reply and the task's output were pushed; Flower's codes otherwise).
+    ``installs``: an :class:`InstallOnce` (None: flwr installs the FAB every task)."""
     from flwr.supercore.tls import validate_and_resolve_root_certificates
     from flwr.supernode.runtime.run_clientapp import run_clientapp
-    with _task_exit():
+    with _task_exit(installs):
         try:
             run_clientapp(runtime_api_address=spec.runtime_api_address, token=spec.token,
                           insecure=spec.insecure,
@@ -129,6 +169,7 @@ class WarmExecutor:
         self.stock, self.mode, self.children, self.pid = stock, mode, set(), os.getpid()
         self.polls = polls                   # a waits.Backoff, told when work comes
         self.codes = []                      # exit codes of the tasks, in order
+        self.installs = None                 # InstallOnce, from the first ClientApp task
 
     def _busy(self):
         if self.polls is not None:
@@ -146,8 +187,10 @@ class WarmExecutor:
         if spec.task_type != TaskType.CLIENT_APP:
             return self.stock.launch(spec)
         self._busy()
+        if self.installs is None:
+            self.installs = InstallOnce(tempfile.mkdtemp(prefix="constrfl-superexec-"))
         if self.mode == "in-process":
-            self.codes.append(run_task(spec))
+            self.codes.append(run_task(spec, installs=self.installs))
             self._busy()
             return LaunchResult.accepted()
         try:
@@ -159,7 +202,7 @@ class WarmExecutor:
             try:
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
                     signal.signal(sig, signal.SIG_DFL)   # not the SuperExec's handlers
-                code = run_task(spec, parent_pid=spec.parent_pid)
+                code = run_task(spec, parent_pid=spec.parent_pid, installs=self.installs)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -186,6 +229,8 @@ class WarmExecutor:
         if os.getpid() == self.pid:          # (never in a child)
             self.reconcile()
             self.stock.close()
+            if self.installs is not None:
+                shutil.rmtree(self.installs.root, ignore_errors=True)
 
 
 def warm_up():
