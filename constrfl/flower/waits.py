@@ -45,7 +45,9 @@ IDLE, REPLY = 3.0, 0.5        # start_client_internal.py's sleeps
 #: for a message, its SuperExec asking the SuperNode for a task).  Measured on the
 #: example's warm deployment (5 sites, 2 shared cores, 6 alternated pairs): 0.2 s gave
 #: 0.75-0.82 s a round and 85-88 CPU-s, 0.1 s 0.77-1.04 s and 90-109 CPU-s; 0.3 s
-#: 0.87 s (polls cost CPU that the round needs; shorter polls cut little latency)
+#: 0.87 s (polls cost CPU that the round needs; shorter polls cut little latency).
+#: Against constrfl's SuperLink and SuperNode, which hold an ask until there is an
+#: answer (:mod:`constrfl.flower.holds`), a site asks again at once instead
 SITE_POLL = 0.2
 
 
