@@ -46,7 +46,6 @@ On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import importlib
@@ -249,10 +248,7 @@ def warm_up():
 
 
 def _parser():
-    ap = argparse.ArgumentParser(
-        prog=f"python -m {COMMAND}", add_help=False,
-        description="flower-superexec with one warm process per site; any other "
-        "argument is flower-superexec's (see flower-superexec --help).")
+    ap = waits.command_parser(COMMAND, "with one warm process per site")
     ap.add_argument("--task-mode", choices=MODES, default="fork",
                     help="fork (default): each ClientApp task in a forked child; "
                     "in-process: in this process")
@@ -293,10 +289,8 @@ def main(argv=None):
         return WarmExecutor(stock, a.task_mode, polls)
 
     loop.get_executor = get_executor         # the loop's name, in this process only
-    sys.argv = ["flower-superexec", *flwr_args]
-    print(f"constrfl: warm SuperExec (ClientApp tasks: {a.task_mode}), PID {os.getpid()}",
-          file=sys.stderr, flush=True)
-    flower_superexec()
+    waits.run_as_flower(COMMAND, flower_superexec, flwr_args,
+                        f"warm SuperExec (ClientApp tasks: {a.task_mode}), PID {os.getpid()}")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,9 @@ On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
-from . import holds, pinned
+from . import holds, waits
 
 __all__ = ["main"]
 
@@ -27,24 +26,19 @@ COMMAND = "constrfl.flower.superlink"
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(
-        prog=f"python -m {COMMAND}", add_help=False,
-        description="flower-superlink with held polls; any other argument is "
-        "flower-superlink's (see flower-superlink --help).")
+    ap = waits.command_parser(COMMAND, "with held polls")
     ap.add_argument("--hold", type=float, default=holds.HOLD,
                     help="seconds an ask for messages or replies is held at most while "
                     "there is none (0: answered at once, as flwr)")
-    ap.add_argument("--help-holds", action="help", help="this help")
-    a, flwr_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
-    if pinned.stock_if_untested(COMMAND, flwr_args):
+    parsed = waits.command_args(ap, argv, COMMAND, "--help-holds", pulls=False)
+    if parsed is None:                      # an untested flwr: Flower's own command
         return None
+    a, flwr_args = parsed
     if a.hold > 0:
         holds.hold_superlink(a.hold)
     from flwr.superlink.cli.flower_superlink import flower_superlink
-    sys.argv = ["flower-superlink", *flwr_args]
-    print(f"constrfl: SuperLink holds asks for messages and replies up to {a.hold:g} s",
-          file=sys.stderr, flush=True)
-    flower_superlink()
+    waits.run_as_flower(COMMAND, flower_superlink, flwr_args,
+                        f"SuperLink holds asks for messages and replies up to {a.hold:g} s")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 from . import holds, waits
@@ -34,10 +33,7 @@ COMMAND = "constrfl.flower.supernode"
 
 
 def _parser():
-    ap = argparse.ArgumentParser(
-        prog=f"python -m {COMMAND}", add_help=False,
-        description="flower-supernode with shorter fixed waits; any other argument is "
-        "flower-supernode's (see flower-supernode --help).")
+    ap = waits.command_parser(COMMAND, "with shorter fixed waits")
     ap.add_argument("--idle-wait", type=float, default=waits.SITE_POLL,
                     help="seconds between asks when the SuperLink has nothing, while "
                     "messages come (the last less than 5 s ago; then backing off to "
@@ -59,11 +55,10 @@ def main(argv=None):
     waits.shorten_supernode_sleeps(a.idle_wait, a.reply_wait)
     if a.hold > 0:
         holds.hold_supernode(a.hold)
-    sys.argv = ["flower-supernode", *flwr_args]
-    print(f"constrfl: SuperNode waits {a.idle_wait:g} s idle (flwr: 3), {a.reply_wait:g} s "
-          f"for a reply (flwr: 0.5), object pulls retried after {a.pull_backoff:g} s "
-          f"(flwr: 1)", file=sys.stderr, flush=True)
-    flower_supernode()
+    waits.run_as_flower(COMMAND, flower_supernode, flwr_args,
+                        f"SuperNode waits {a.idle_wait:g} s idle (flwr: 3), {a.reply_wait:g} s "
+                        f"for a reply (flwr: 0.5), object pulls retried after "
+                        f"{a.pull_backoff:g} s (flwr: 1), task asks held up to {a.hold:g} s")
 
 
 if __name__ == "__main__":

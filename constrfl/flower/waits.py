@@ -8,6 +8,7 @@ nothing installed is modified.  See docs/flower.md ("Flower's fixed waits").
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time as _time
 
@@ -153,22 +154,40 @@ def adapt_task_polls(fast=SITE_POLL, window=5.0):
     return polls
 
 
-def command_args(parser, argv, command, help_flag):
-    """What :mod:`.superexec` and :mod:`.supernode` share before they start: ``parser``
-    (their own options) gains ``--pull-backoff`` and ``help_flag`` and reads ``argv``
-    (None: the command line), the rest being Flower's; on an untested flwr the process
-    becomes Flower's command (:func:`.pinned.stock_if_untested`) and this returns None,
-    else the object pulls are shortened and it returns ``(options, flwr_args)``."""
-    parser.add_argument("--pull-backoff", type=float, default=0.02,
-                        help="first retry of an object pull, doubling up to 1 s (flwr: 1 s "
-                        "up to 10 s; 0: flwr's)")
+def command_parser(command, what):
+    """The option parser of constrfl's stand-in for a Flower command (``command``, see
+    :data:`.pinned.STOCK`): its own options, the rest being Flower's."""
+    stock = pinned.STOCK[command]
+    return argparse.ArgumentParser(
+        prog=f"python -m {command}", add_help=False,
+        description=f"{stock} {what}; any other argument is {stock}'s (see {stock} --help).")
+
+
+def command_args(parser, argv, command, help_flag, pulls=True):
+    """What the commands share before they start: ``parser`` (their own options, from
+    :func:`command_parser`) gains ``--pull-backoff`` (``pulls``) and ``help_flag`` and
+    reads ``argv`` (None: the command line); on an untested flwr the process becomes
+    Flower's command (:func:`.pinned.stock_if_untested`) and this returns None, else the
+    object pulls are shortened and it returns ``(options, flwr_args)``."""
+    if pulls:
+        parser.add_argument("--pull-backoff", type=float, default=0.02,
+                            help="first retry of an object pull, doubling up to 1 s (flwr: "
+                            "1 s up to 10 s; 0: flwr's)")
     parser.add_argument(help_flag, action="help", help="this help")
     a, flwr_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if pinned.stock_if_untested(command, flwr_args):
         return None
-    if a.pull_backoff > 0:
+    if pulls and a.pull_backoff > 0:
         shorten_object_pulls(a.pull_backoff)
     return a, flwr_args
+
+
+def run_as_flower(command, entry, flwr_args, banner):
+    """Say ``constrfl: <banner>`` on stderr and run Flower's ``entry`` point of
+    ``command``'s stock command with ``flwr_args``, in this process."""
+    sys.argv = [pinned.STOCK[command], *flwr_args]
+    print(f"constrfl: {banner}", file=sys.stderr, flush=True)
+    entry()
 
 
 def shorten_object_pulls(initial=0.02, cap=1.0, max_time=None):
