@@ -221,8 +221,12 @@ def hold_supernode(hold=HOLD, slots=16):
     from flwr.supernode import start_client_internal as loop
     from flwr.supernode.servicer.runtime import runtime_handlers as runtime
     tasks = Arrivals(hold, slots)
-    _wrap(loop, "_pull_and_store_message",
-          _after(lambda run_id, args, kwargs: run_id is None or tasks.arrived()))
+
+    def stored(run_id, args, kwargs):               # (None: no message pulled)
+        if run_id is not None:
+            tasks.arrived()
+
+    _wrap(loop, "_pull_and_store_message", _after(stored))
     _wrap(runtime, "acquire_task", _holding(
         tasks, lambda answer: answer.HasField("task"), lambda args, kwargs: None))
     return tasks

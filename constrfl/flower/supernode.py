@@ -1,7 +1,7 @@
-"""``flower-supernode`` with its fixed waits shortened.
+"""``flower-supernode`` with its fixed waits shortened and its task polls held.
 
     python -m constrfl.flower.supernode [--idle-wait 0.2] [--reply-wait 0.01]
-                                        [--pull-backoff 0.02]
+                                        [--pull-backoff 0.02] [--hold 1.0]
                                         <flower-supernode arguments>
 
 flwr 1.42's SuperNode loop sleeps a fixed 3 s whenever the SuperLink has no message
@@ -16,7 +16,11 @@ process) with those waits shortened in this process only
 (:func:`~constrfl.flower.waits.shorten_supernode_sleeps`,
 :func:`~constrfl.flower.waits.shorten_object_pulls`); nothing installed is modified.
 Shorter waits cost CPU: an idle SuperNode asks the SuperLink every ``--idle-wait``
-seconds (one HTTP request, a few ms of CPU on each side).
+seconds (one HTTP request, a few ms of CPU on each side), counting the time the ask took
+(a SuperLink that holds asks, ``python -m constrfl.flower.superlink``, makes it ask
+again at once).  A SuperExec's ask for a task is held until the SuperNode has stored a
+message, for up to ``--hold`` seconds (:func:`~constrfl.flower.holds.hold_supernode`;
+0: answered at once, as flwr).
 
 On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
 ``flower-supernode`` with the same arguments instead.

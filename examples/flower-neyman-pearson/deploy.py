@@ -238,7 +238,7 @@ def cpu_seconds(session):
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def start_superlink(procs, simulation=False, waits=()):
+def start_superlink(procs, simulation=False, waits=None):
     """The SuperLink with ``--insecure --disable-runtime-dependency-installation`` on a
     free port of 127.0.0.1 (``--simulation``: Flower's simulation engine, no
     SuperNodes); returns the port once it listens.  ``waits``: as :func:`start_site`'s

@@ -106,7 +106,7 @@ def run(engine, n_sites=5, run_config="", workdir=None, timeout=3600.0, data=Non
         return 1
     procs, connection = Processes(logs, env, echo=say), f"np-{engine}"
     try:
-        link = start_superlink(procs, engine == "simulation", waits=None)
+        link = start_superlink(procs, engine == "simulation")
         if engine == "deployment":
             for name in site_names(n_sites):
                 start_site(procs, name, sites, work, link, "subprocess")
