@@ -41,7 +41,7 @@ from flwr.supercore.run import Run  # noqa: E402
 from flwr.supercore.superexec.executor import ExecutionSpec, SubprocessExecutor  # noqa: E402
 from flwr.supernode.runtime import run_clientapp as runtime  # noqa: E402
 
-from constrfl.flower import (codec, holds, pinned, superexec, superlink,  # noqa: E402
+from constrfl.flower import (codec, holds, pinned, scoped, superexec, superlink,  # noqa: E402
                              supernode, waits)
 from test_flower_example import EXAMPLE, from_example, solve_in_memory  # noqa: E402
 
@@ -239,6 +239,7 @@ def test_an_untested_flwr_runs_the_stock_commands_with_a_clear_message(monkeypat
     assert "running Flower's own `flower-supernode` instead" in err
     assert "running Flower's own `flower-superlink` instead" in err
     assert holds.hold_superlink() is None and holds.hold_supernode() is None
+    assert scoped.scope_superlink_middleware() is False
     assert waits.shorten_object_pulls() is False and waits.adapt_task_polls() is None
     assert "Flower's fixed waits kept (flwr 1.99.0" in capsys.readouterr().err
 
