@@ -73,6 +73,8 @@ class FakeRuntime:
         self.out.write_bytes(pickle.dumps(self.pushed))
 
     def SendTaskHeartbeat(self, req):
+        self.pushed["heartbeats"] = self.pushed.get("heartbeats", 0) + 1
+        self._keep()
         return runtime_pb2.SendTaskHeartbeatResponse(success=True)
 
     def PullTaskInput(self, req):
@@ -174,6 +176,7 @@ def test_a_task_runs_through_run_clientapp_with_the_clientapps_own_reply(
     assert executor.codes == [0]
     pushed = pickle.loads((tmp_path / "pushed.pkl").read_bytes())
     assert pushed["status"] == ("completed", "")
+    assert "heartbeats" not in pushed                      # the first is an interval in
     got = reply_of(pushed)
     assert codec.meta(got.content) == codec.meta(expected.content)
     a, b = codec.decode(got.content), codec.decode(expected.content)
@@ -210,6 +213,19 @@ def test_a_fab_installed_once_is_not_extracted_again(tmp_path):
     once(b"fab")                                                      # flwr's prompt
     once(Path("x.fab"), skip_prompt=True)                             # not bytes
     assert calls == [b"fab", b"other", b"fab", b"fab", Path("x.fab")]
+
+
+def test_a_tasks_first_heartbeat_is_skipped_and_the_supernode_still_counts_it_alive():
+    sent = []
+    beat = superexec.first_beat_later(lambda client: lambda: sent.append(client) or True)("c")
+    assert beat() is True and sent == []
+    assert beat() is True and beat() is True and sent == ["c", "c"]
+    # flwr's HeartbeatSender beats again after at most (30 - 5)·0.9 s; a claimed task is
+    # alive for 30 s, a started one for 2·30 s (claim_task, activate_task)
+    from flwr.common import constant as c
+    later = (c.HEARTBEAT_DEFAULT_INTERVAL - c.HEARTBEAT_CALL_TIMEOUT) * (
+        c.HEARTBEAT_BASE_MULTIPLIER + max(c.HEARTBEAT_RANDOM_RANGE))
+    assert later < c.HEARTBEAT_DEFAULT_INTERVAL <= c.HEARTBEAT_PATIENCE * c.HEARTBEAT_DEFAULT_INTERVAL
 
 
 def test_other_task_types_go_to_flowers_executor():
