@@ -50,10 +50,11 @@ LOST_TIMEOUT = 30.0           # client-timeout of the warm-lost deployment
 STOCK = 'pull-backoff=0'      # the ServerApp keeps flwr's object-pull waits
 MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
     "warm": (dict(mode="warm"), "", "constrfl's warm path (`deploy.py` default): "
-             "`python -m constrfl.flower.superlink` (asks held until there is an answer), "
+             "`python -m constrfl.flower.superlink` (asks held until there is an answer, "
+             "API-specific middlewares on their API only), "
              "`python -m constrfl.flower.supernode --isolation process` (flwr's waits "
              "shortened, task asks held) and `python -m constrfl.flower.superexec` (a "
-             "forked child per message)"),
+             "forked child per message, its first heartbeat an interval in)"),
     "warm-in-process": (dict(mode="warm-in-process"), "", "as warm, each message run "
                         "inside the warm process (`--task-mode in-process`)"),
     "warm-flwr-waits": (dict(mode="warm", waits="flwr"), STOCK, "the warm SuperExec "
