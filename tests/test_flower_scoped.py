@@ -117,6 +117,7 @@ def test_the_superlink_answers_every_api_as_flwrs(monkeypatch):
     monkeypatch.setattr(link_main, "_get_middleware", link_main._get_middleware)
     stock = link_main.create_app()
     assert scoped.scope_superlink_middleware()
+    assert scoped.scope_superlink_middleware()           # (once: no second layer)
     app = link_main.create_app()
     layers = [(m.cls, m.args) for m in app.user_middleware]
     assert [cls if cls is not scoped.Scoped else args[0] for cls, args in layers] == [

@@ -131,18 +131,6 @@ def _tree_ids(tree):
     return ids
 
 
-def _wrap(module, name, make):
-    """``module.name`` replaced by ``make(original)``, once (a second call keeps the
-    first wrapper)."""
-    original = getattr(module, name)
-    if getattr(original, "__wrapped_by_constrfl__", False):
-        return
-    wrapper = make(original)
-    wrapper.__wrapped_by_constrfl__ = True
-    wrapper.__wrapped__ = original
-    setattr(module, name, wrapper)
-
-
 def _arg(args, kwargs, i, name):
     return args[i] if len(args) > i else kwargs[name]
 
@@ -199,14 +187,14 @@ def hold_superlink(hold=HOLD, slots=16):
         return lambda answer, args, kwargs: tracker.object_pushed(
             _arg(args, kwargs, 0, "request").object_id)
 
-    _wrap(runtime, "push_messages", _after(messages_pushed))
-    _wrap(runtime, "push_object", _after(object_pushed(messages)))
-    _wrap(fleet, "pull_messages", _holding(
+    pinned.wrap_once(runtime, "push_messages", _after(messages_pushed))
+    pinned.wrap_once(runtime, "push_object", _after(object_pushed(messages)))
+    pinned.wrap_once(fleet, "pull_messages", _holding(
         messages.arrivals, _has_messages,
         lambda args, kwargs: _arg(args, kwargs, 0, "request").node.node_id))
-    _wrap(fleet, "push_messages", _after(replies_pushed))
-    _wrap(fleet, "push_object", _after(object_pushed(replies)))
-    _wrap(runtime, "pull_messages", _holding(
+    pinned.wrap_once(fleet, "push_messages", _after(replies_pushed))
+    pinned.wrap_once(fleet, "push_object", _after(object_pushed(replies)))
+    pinned.wrap_once(runtime, "pull_messages", _holding(
         replies.arrivals, _has_messages,
         lambda args, kwargs: _arg(args, kwargs, 2, "task").run_id))
     return messages, replies
@@ -226,7 +214,7 @@ def hold_supernode(hold=HOLD, slots=16):
         if run_id is not None:
             tasks.arrived()
 
-    _wrap(loop, "_pull_and_store_message", _after(stored))
-    _wrap(runtime, "acquire_task", _holding(
+    pinned.wrap_once(loop, "_pull_and_store_message", _after(stored))
+    pinned.wrap_once(runtime, "acquire_task", _holding(
         tasks, lambda answer: answer.HasField("task"), lambda args, kwargs: None))
     return tasks

@@ -1,20 +1,23 @@
-"""The flwr versions whose internals constrfl's warm SuperExec, quick SuperNode and
-shortened waits were tested with, and the way back to Flower's own commands on any other.
+"""The flwr versions whose internals constrfl's Flower commands (warm SuperExec,
+SuperNode, SuperLink) were tested with, and the way back to Flower's own commands on any
+other.
 
-:mod:`.superexec`, :mod:`.supernode` and :mod:`.waits` run Flower's own entry points
-and functions but reach into flwr's internals (module globals of ``run_superexec``,
-``run_clientapp`` and ``start_client_internal``, default arguments of the object
-pulls), which Flower may change in any minor release.  On a flwr whose minor version
+:mod:`.superexec`, :mod:`.supernode`, :mod:`.superlink`, :mod:`.holds`, :mod:`.scoped`
+and :mod:`.waits` run Flower's own entry points and functions but reach into flwr's
+internals (module globals of ``run_superexec``, ``run_clientapp``,
+``start_client_internal``, the handler modules and ``flwr.superlink.main``, default
+arguments of the object pulls), which Flower may change in any minor release.  On a flwr whose minor version
 is not in :data:`TESTED` the commands say so on stderr and replace themselves
 (``exec``, same PID) by the stock command with the same arguments, and the waits are
-left as they are: the deployment still works, at Flower's own speed.
+left as they are: the deployment still works, at Flower's own speed.  On a tested one,
+:func:`wrap_once` is how they replace a flwr function where its callers look it up.
 """
 from __future__ import annotations
 
 import os
 import sys
 
-__all__ = ["TESTED", "STOCK", "installed", "tested", "untested", "run_stock"]
+__all__ = ["TESTED", "STOCK", "installed", "tested", "untested", "run_stock", "wrap_once"]
 
 #: minor versions of flwr the internals were tested with (tests/test_flower_warm*.py)
 TESTED = ("1.42",)
@@ -61,3 +64,15 @@ def run_stock(command, args, message):
     whoever started this process can still stop it)."""
     print(message, file=sys.stderr, flush=True)
     os.execvp(STOCK[command], [STOCK[command], *args])
+
+
+def wrap_once(module, name, make):
+    """``module.name`` (a flwr function, looked up there by its callers) replaced by
+    ``make(original)`` in this process, once: a second call keeps the first wrapper."""
+    original = getattr(module, name)
+    if getattr(original, "__wrapped_by_constrfl__", False):
+        return
+    wrapper = make(original)
+    wrapper.__wrapped_by_constrfl__ = True
+    wrapper.__wrapped__ = original
+    setattr(module, name, wrapper)

@@ -69,18 +69,16 @@ def scope_superlink_middleware():
         return False
     from starlette.middleware import Middleware
     from flwr.superlink import main as module
-    stock = module._get_middleware
-    if getattr(stock, "__wrapped__", None) is not None:
-        return True
 
-    def get_middleware():
-        layers = []
-        for middleware in stock():
-            prefix = _scope_of(middleware)
-            layers.append(middleware if prefix is None
-                          else Middleware(Scoped, middleware.cls, prefix))
-        return layers
+    def make(stock):
+        def get_middleware():
+            layers = []
+            for middleware in stock():
+                prefix = _scope_of(middleware)
+                layers.append(middleware if prefix is None
+                              else Middleware(Scoped, middleware.cls, prefix))
+            return layers
+        return get_middleware
 
-    get_middleware.__wrapped__ = stock
-    module._get_middleware = get_middleware
+    pinned.wrap_once(module, "_get_middleware", make)
     return True
