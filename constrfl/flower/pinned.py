@@ -6,11 +6,12 @@ other.
 and :mod:`.waits` run Flower's own entry points and functions but reach into flwr's
 internals (module globals of ``run_superexec``, ``run_clientapp``,
 ``start_client_internal``, the handler modules and ``flwr.superlink.main``, default
-arguments of the object pulls), which Flower may change in any minor release.  On a flwr whose minor version
-is not in :data:`TESTED` the commands say so on stderr and replace themselves
-(``exec``, same PID) by the stock command with the same arguments, and the waits are
-left as they are: the deployment still works, at Flower's own speed.  On a tested one,
-:func:`wrap_once` is how they replace a flwr function where its callers look it up.
+arguments of the object pulls), which Flower may change in any minor release.  On a
+flwr whose minor version is not in :data:`TESTED` the commands say so on stderr and
+replace themselves (``exec``, same PID) by the stock command with the same arguments,
+and the waits are left as they are: the deployment still works, at Flower's own speed.
+On a tested one, :func:`wrap_once` is how they replace a flwr function where its
+callers look it up.
 """
 from __future__ import annotations
 

@@ -55,10 +55,10 @@ class Scoped:
 
 
 def _scope_of(middleware):
-    cls = middleware.cls
+    """The path prefix :data:`SCOPES` gives a middleware built without options."""
     if middleware.args or middleware.kwargs:
         return None
-    return SCOPES.get((getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)))
+    return SCOPES.get((middleware.cls.__module__, middleware.cls.__qualname__))
 
 
 def scope_superlink_middleware():

@@ -113,11 +113,12 @@ def first_beat_later(make_heartbeat_fn):
     message.  The SuperNode counts a task alive for 30 s from its claim and 60 s from its
     start (``claim_task``, ``activate_task``), so the first beat is still in time."""
     def make(client):
-        beat, skipped = make_heartbeat_fn(client), []
+        beat, first = make_heartbeat_fn(client), True
 
         def heartbeat():
-            if not skipped:
-                skipped.append(True)
+            nonlocal first
+            if first:
+                first = False
                 return True
             return beat()
         return heartbeat
