@@ -63,10 +63,11 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``"client_failure"``), e.g. from :func:`constrfl.load_result`: continue it with
         its method and settings (``max_outer``, or the baselines' ``rounds``, may be
         raised); in-process the continuation is bit-identical to an uninterrupted solve.
-    federation : None (this process) or ``federation(method, snapshots, control)``, the
-        :class:`~constrfl.federation.Federation` the solve runs over (``snapshots``: the
-        parties' states of a resumed solve, else None; ``control``: the solve's
-        :class:`~constrfl.control.SolveControl`); then ``problem`` is what the server
+    federation : None (this process) or ``federation(method, snapshots, control,
+        disclose)``, the :class:`~constrfl.federation.Federation` the solve runs over
+        (``snapshots``: the parties' states of a resumed solve, else None; ``control``:
+        the solve's :class:`~constrfl.control.SolveControl`; ``disclose``: the solve may
+        receive disclosed fields, ``private=False``); then ``problem`` is what the server
         knows, a :class:`~constrfl.problem.ServerView` (:func:`constrfl.flower.run_server`
         passes Flower's).  The other keywords, and their defaults, are the same for every
         backend: they are spelled here only.
@@ -103,9 +104,9 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
             raise TypeError(f"problem must be a constrfl.Problem, got "
                             f"{type(problem).__name__}")
 
-        def federation(method, snapshots, control):
+        def federation(method, snapshots, control, disclose):
             return InProcessFederation(problem, snapshots, counted=method != "cproxal",
-                                       control=control)
+                                       control=control, disclose=disclose)
     if resume is not None:
         method, settings, eps = resume_settings(problem, resume, method, options, tol)
         w0 = None                          # the iterate is in the resumed solver state
@@ -114,7 +115,8 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     callback = checked_callback(callback)
     control = SolveControl(None if max_time is None
                            else start + positive(max_time, "max_time"))
-    fed = federation(method, None if resume is None else resume.state["parties"], control)
+    fed = federation(method, None if resume is None else resume.state["parties"], control,
+                     disclose=not getattr(settings, "private", True))
     run = execute_baseline if method in BASELINES else execute
     return run(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
                verbose=verbose, progress=False if verbose else progress,
@@ -130,8 +132,7 @@ def execute(problem, method, eps, settings, fed, *, w0, seed, resume, verbose, p
     report = _Table(verbose, method, problem)
 
     def fresh():
-        return OuterState(k=0, w=problem.start_point(w0, seed), beta=settings.beta,
-                          multipliers=problem.zero_multipliers())
+        return OuterState(k=0, w=problem.start_point(w0, seed), beta=settings.beta)
 
     def loop(s):
         view = _scaled(problem, fed, s, settings.scaling, fresh=resume is None)
@@ -174,7 +175,8 @@ def _inner_solver(problem, method, settings, fed, eps):
                       basis=settings.inner == "newton-basis")
     return ADMM(fed.clients, settings.client_rhos(problem), problem.regularizer, eps,
                 max_iter=settings.max_inner, adaptive_rho=settings.adaptive_rho,
-                local_max_iter=settings.local_max_iter, local_solver=settings.local_solver)
+                local_max_iter=settings.local_max_iter, local_solver=settings.local_solver,
+                dim=problem.dim)
 
 
 def _result(problem, method, s, outcome, fed, settings, eps):
@@ -185,7 +187,7 @@ def _result(problem, method, s, outcome, fed, settings, eps):
         objective = last["objective"]
     else:                                    # not even the first round completed
         kkt, objective = KKT(np.nan, np.nan, np.nan, np.nan), np.nan
-    mults = dict(problem.zero_multipliers(), **s.multipliers)
+    mults = dict(problem.zero_multipliers(), **fed.multipliers(s.reported, s.reported_seq))
     w = s.w if s.scale_columns is None else s.scale_columns * s.w      # the user's units
     return SolveResult(w=w, objective=objective, multipliers=mults, kkt=kkt,
                        outer_iterations=s.k, inner_iterations=s.inner_iterations,

@@ -503,25 +503,6 @@ def metric_times(rho, J, x):
     return out
 
 
-def metric_solve(rho, J, x):
-    """(ρI + JᵀJ)⁻¹x by Woodbury: (x − Jᵀ(ρI + JJᵀ)⁻¹Jx)/ρ (one m×m solve, m = rows of J).
-    Without rows x/ρ, in NumPy: the compiled solve (3–4 s of compilation, most of it
-    NumPy's LAPACK binding in numba) is compiled only for a J that has rows."""
-    if J.shape[0] == 0:
-        return x / rho
-    return _metric_solve(rho, J, x)
-
-
-@numba.njit(cache=True)
-def _metric_solve(rho, J, x):
-    """:func:`metric_solve` for a J with rows."""
-    m = J.shape[0]
-    K = J @ J.T
-    for j in range(m):
-        K[j, j] += rho
-    return (x - J.T @ np.linalg.solve(K, J @ x)) / rho
-
-
 @numba.njit(cache=True)
 def step_accepted(f_new, f, slope, t, r_new, r):
     """Whether the Newton methods take the step of length t along a direction of slope
@@ -599,16 +580,14 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     R = ρI + JᵀJ (R' with ρ' = ``rho_next``),
 
         e = ∇φ(w) + λ − R(w − u)                       (22), the server's R
-        κ = Definition 1 at (w, [μ + βc(w)]₊)
+        κ = Definition 1 at (w, [μ + βc(w)]₊), in the 2-norm squared
         ŵ = relax·w + (1 − relax)·u
         u⁺ = argmin AL + (γ+ρ')/2‖· − m‖² + ½‖J(· − ŵ)‖²,  m = (γwᵏ + ρ'ŵ − λ)/(γ+ρ')
                                                        (19), from u
         λ⁺ = λ + R'(u⁺ − ŵ)                            (20).
 
-    Returns ``(e, κ, u⁺, λ⁺, status)``, status that of :func:`stacked_minimize`, or −2
-    when the evaluation at w is not finite (then only status is meaningful).  The
-    reply's v = u⁺ + R'⁻¹λ⁺ is the caller's (:func:`metric_solve`: compiled only when
-    J has rows)."""
+    Returns ``(e, κ², u⁺, λ⁺, status)``, status that of :func:`stacked_minimize`, or −2
+    when the evaluation at w is not finite (then only status is meaningful)."""
     val, g, c, mu_plus, _, _, _ = _stacked_gradient_at(X, y, s, term, logistic, A, o, a0,
                                                        o0, mu, beta, w)
     d = w.shape[0]
@@ -623,7 +602,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
         e[a] = g[a] + gamma * (w[a] - wk[a]) + lam[a] - Rd[a]
         w_hat[a] = relax * w[a] + (1.0 - relax) * u[a]
         m[a] = (gamma * wk[a] + rho_next * w_hat[a] - lam[a]) / alpha
-    kappa = definition1(c, np.zeros(0), mu_plus, 0.0)     # μ⁺ = [μ + βc(w)]₊ = p
+    kappa = definition1_sq(c, np.zeros(0), mu_plus, 0.0)   # μ⁺ = [μ + βc(w)]₊ = p
     x, _, _, status = stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
                                        alpha, m, u, tol, max_iter, J, w_hat)
     lam_new = lam + metric_times(rho_next, J, x - w_hat)
@@ -644,23 +623,19 @@ def max_abs_diff(a, b):
 
 
 @numba.njit(cache=True)
-def definition1(c, h, mu, atol):
-    """max over the rows of |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and |hⱼ|;
-    inf if some μⱼ < −atol, NaN if a value is NaN."""
+def definition1_sq(c, h, mu, atol):
+    """Σ over the rows of rⱼ², rⱼ = |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and
+    |hⱼ| (Definition 1's residual in the 2-norm, squared); inf if some μⱼ < −atol, NaN if
+    a value is NaN."""
     out = 0.0
     for j in range(c.shape[0]):
         if mu[j] < -atol:
             return np.inf
     for j in range(c.shape[0]):
         r = abs(c[j]) if mu[j] > atol else max(c[j], 0.0)
-        if math.isnan(r):
-            return np.nan
-        out = max(out, r)
+        out += r * r
     for j in range(h.shape[0]):
-        r = abs(h[j])
-        if math.isnan(r):
-            return np.nan
-        out = max(out, r)
+        out += h[j] * h[j]
     return out
 
 

@@ -1,9 +1,11 @@
 """KKT residuals of docs/algorithms.md §2 (optimality conditions (8), Definition 1).
 
-Each party evaluates its own part (its share of the Lagrangian gradient and its
-constraint values); only those are combined, so this runs on federated data as well.
-Without multipliers, :func:`kkt` estimates them (:func:`estimate_multipliers`); that
-needs each party's constraint Jacobian (mᵢ × d) as well.
+Each party evaluates its own share (:func:`party_share`: its Lagrangian gradient,
+objective gradient and value, and the sums of squares of its residual rows); only their
+exact sums (:mod:`constrfl.exactsum`) are combined (:func:`combine`), so this runs on
+federated data as well, and the server never needs a single party's share.  Without
+multipliers, :func:`kkt` estimates them (:func:`estimate_multipliers`); that needs each
+party's constraint Jacobian (mᵢ × d) as well.
 """
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import numpy as np
 from scipy.optimize import linprog, lsq_linear
 
 from . import kernels
+from .exactsum import decode, encode, exact_sum
 from .result import KKT, Multipliers
 
-__all__ = ["kkt", "as_multipliers", "estimate_multipliers", "EstimatedKKT"]
+__all__ = ["kkt", "as_multipliers", "estimate_multipliers", "EstimatedKKT", "party_share",
+           "combine", "measured_at", "share_sums", "definition1_sq"]
 
 # HiGHS tolerances for the multiplier LPs (its defaults, 1e-7, would show in the
 # residuals; the residuals themselves are recomputed exactly at the LP's answer).
@@ -79,55 +83,74 @@ def as_multipliers(problem, multipliers=None):
 
 def party_share(party, w, mult, atol=0.0):
     """One party's share of the KKT residuals at ``(w, μ, ν)`` (what it sends in a KKT
-    round): its Lagrangian-gradient share ``∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ``, the max of its
-    feasibility, complementarity and Definition-1 residuals, its parts of the scales
-    S₁, S₂ (:class:`~constrfl.result.KKT`) and its objective value fᵢ(w)."""
+    round), all of them sums over the parties: its Lagrangian gradient ``∇fᵢ + ∇cᵢμᵢ +
+    ∇hᵢνᵢ`` and objective gradient ``∇fᵢ``, its objective value fᵢ(w), and over its
+    constraint rows the sums of squares of the feasibility, complementarity and
+    Definition-1 residuals and of the two terms of the scale S₂ (:class:`~constrfl.records.KKT`)."""
     f, f_grad = party.f_value_grad(w)
     (c, Jc), h = party.c_value_jac(w), party.h_value(w)
     Jh = party.h_jac(w) if h.size else np.zeros((0, w.size))
     mu, nu = mult.ineq, mult.eq
-    duals = Jc.T @ mu + Jh.T @ nu
     linear = np.concatenate([Jc @ w, Jh @ w])
-    return {"lagrangian_grad": f_grad + duals,
-            "feasibility": max(float(np.max(c, initial=0.0)),
-                               float(np.max(np.abs(h), initial=0.0))),
-            "complementarity": float(np.max(np.abs(np.minimum(mu, -c)), initial=0.0)),
-            "definition1": definition1(c, h, mu, atol),
-            "stationarity_scale": max(_inf_norm(f_grad), _inf_norm(duals)),
-            "feasibility_scale": max(_inf_norm(linear),
-                                     _inf_norm(np.concatenate([c, h]) - linear)),
-            "objective": f}
+    offset = np.concatenate([c, h]) - linear
+    return {"lagrangian_grad": f_grad + Jc.T @ mu + Jh.T @ nu,
+            "objective_grad": f_grad,
+            "objective": float(f),
+            "feasibility_sq": _squares(np.maximum(c, 0.0)) + _squares(h),
+            "complementarity_sq": _squares(np.minimum(mu, -c)),
+            "definition1_sq": definition1_sq(c, h, mu, atol),
+            "linear_sq": _squares(linear), "offset_sq": _squares(offset)}
 
 
-def combine_shares(shares, regularizer, w, atol=0.0):
-    """``(KKT, F(w))`` from the parties' shares (:func:`party_share`), given server
-    first: the gradient shares summed, the residuals and scales maximized, and
+def combine(sums, regularizer, w, atol=0.0):
+    """``(KKT, F(w))`` from the sums of the parties' shares (:func:`party_share`):
+    stationarity dist∞(0, Σᵢ(∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ) + ∂P(w)); the other residuals the
+    2-norms over every constraint row of every party (each bounds the ∞-norm of the same
+    rows from above, so a residual within tol certifies the ∞-norm too); the scales
+    S₁ = max(‖Σ∇fᵢ‖∞, ‖Σ(∇cᵢμᵢ + ∇hᵢνᵢ)‖∞) and S₂ = max(‖Jw‖₂, ‖g − Jw‖₂); and
     F(w) = Σᵢ fᵢ(w) + P(w)."""
-    g = sum(s["lagrangian_grad"] for s in shares)
-    most = {key: max(s[key] for s in shares) for key in KKT.RECORDED[1:]}
-    kkt = KKT(float(regularizer.dist(w, g, atol)), exact_stationarity=regularizer.exact_dist,
-              **most)
-    return kkt, sum(s["objective"] for s in shares) + regularizer.value(w)
+    g, fg = sums["lagrangian_grad"], sums["objective_grad"]
+    kkt = KKT(float(regularizer.dist(w, g, atol)),
+              exact_stationarity=regularizer.exact_dist,
+              feasibility=_root(sums["feasibility_sq"]),
+              complementarity=_root(sums["complementarity_sq"]),
+              definition1=_root(sums["definition1_sq"]),
+              stationarity_scale=max(_inf_norm(fg), _inf_norm(g - fg)),
+              feasibility_scale=max(_root(sums["linear_sq"]), _root(sums["offset_sq"])))
+    return kkt, sums["objective"] + regularizer.value(w)
 
 
-def measured_at(problem, w, replies):
-    """``(KKT, F)`` at the server's point ``w`` from a round's replies ``{party:
-    share}``: :func:`combine_shares` in :func:`kkt`'s order (server first), in the
-    user's units (``problem.user_regularizer`` at ``problem.user_point(w)``: a scaled
-    solve's view maps its x back)."""
-    parties = sorted(replies, key=lambda n: n != "server")
-    return combine_shares([replies[n] for n in parties], problem.user_regularizer,
-                          problem.user_point(w))
+def measured_at(problem, w, sums):
+    """``(KKT, F)`` at the server's point ``w`` from a round's :class:`~constrfl.federation.Sums`
+    of the parties' shares (:func:`combine`), in the user's units
+    (``problem.user_regularizer`` at ``problem.user_point(w)``: a scaled solve's view maps
+    its x back)."""
+    return combine(sums, problem.user_regularizer, problem.user_point(w))
+
+
+def _squares(v):
+    return float(np.dot(v, v))
+
+
+def _root(v):
+    """√v of a sum of squares (NaN stays NaN, inf inf)."""
+    return float(np.sqrt(v))
 
 
 def _inf_norm(v):
     return float(np.max(np.abs(v), initial=0.0))
 
 
-def definition1(c, h, mu, atol=0.0):
-    """Definition 1's residual of one party from its constraint values: |cⱼ| where
-    μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
-    return float(kernels.definition1(c, h, mu, float(atol)))
+def definition1_sq(c, h, mu, atol=0.0):
+    """Definition 1's residual rows of one party, squared and summed: |cⱼ| where μⱼ > 0,
+    [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
+    return float(kernels.definition1_sq(c, h, mu, float(atol)))
+
+
+def share_sums(shares):
+    """The exact sums (:mod:`constrfl.exactsum`) of a list of shares, as a
+    :class:`~constrfl.federation.Sums` would hold them."""
+    return {k: decode(exact_sum(encode(s[k]) for s in shares)) for k in shares[0]}
 
 
 def kkt(problem, w, multipliers=None, atol=0.0):
@@ -148,7 +171,7 @@ def kkt(problem, w, multipliers=None, atol=0.0):
                             estimate=how)
     mults = as_multipliers(problem, multipliers)
     shares = [party_share(p, w, mults[p.name], atol) for p in problem.parties]
-    return combine_shares(shares, problem.regularizer, w, atol)[0]
+    return combine(share_sums(shares), problem.regularizer, w, atol)[0]
 
 
 def _point(problem, w):

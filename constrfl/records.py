@@ -58,20 +58,24 @@ class Multipliers:
 @saved_as("kkt")
 @dataclass
 class KKT:
-    """Residuals of docs/algorithms.md §2 at a point ``(w, μ, ν)``, all in the ∞-norm.
+    """Residuals of docs/algorithms.md §2 at a point ``(w, μ, ν)``: stationarity in the
+    ∞-norm, the others in the 2-norm over every constraint row of every party (what a
+    sum over the parties gives; each bounds the ∞-norm of the same rows from above, so a
+    residual within tol certifies the ∞-norm as well).
 
     * ``stationarity`` = dist∞(0, ∇f + ∇c·μ + ∇h·ν + ∂P(w)), exact unless
       ``exact_stationarity`` is False (then the regularizer's documented stand-in: the
       prox-gradient residual ‖w − prox_P(w − g)‖∞ for the nuclear norm);
-    * ``feasibility`` = max(‖[c(w)]₊‖∞, ‖h(w)‖∞);
-    * ``complementarity`` = ‖min(μ, −c(w))‖∞ (the natural residual);
-    * ``definition1`` = max(dist∞(c(w), N_{R₊}(μ)), ‖h(w)‖∞), the feasibility measure of
+    * ``feasibility`` = ‖([c(w)]₊, h(w))‖₂;
+    * ``complementarity`` = ‖min(μ, −c(w))‖₂ (the natural residual);
+    * ``definition1`` = ‖(dist(cⱼ(w), N_{R₊}(μⱼ))ⱼ, h(w))‖₂, the feasibility measure of
       Definition 1 (ε₂ bounds it);
-    * ``stationarity_scale`` S₁ = maxᵢ max(‖∇fᵢ(w)‖∞, ‖∇cᵢ(w)ᵀμᵢ + ∇hᵢ(w)ᵀνᵢ‖∞) and
-      ``feasibility_scale`` S₂ = max over constraint rows j of max(|∇gⱼ(w)ᵀw|,
-      |gⱼ(w) − ∇gⱼ(w)ᵀw|) (g = (c, h); for an affine row aᵀw + b: max(|aᵀw|, |b|)),
-      the sizes of the terms the residuals subtract (docs/algorithms.md §2), against
-      which a relative tolerance measures them.
+    * ``stationarity_scale`` S₁ = max(‖∇f(w)‖∞, ‖∇c(w)ᵀμ + ∇h(w)ᵀν‖∞) (the terms of the
+      stationarity residual, each summed over the parties) and ``feasibility_scale``
+      S₂ = max(‖(∇gⱼ(w)ᵀw)ⱼ‖₂, ‖(gⱼ(w) − ∇gⱼ(w)ᵀw)ⱼ‖₂) over the constraint rows j
+      (g = (c, h); for an affine row aᵀw + b: aᵀw and b), the sizes of the terms the
+      residuals subtract (docs/algorithms.md §2), against which a relative tolerance
+      measures them.
     """
 
     stationarity: float

@@ -9,13 +9,15 @@ own eᵢ > 0 and the objective (every fⱼ and P) times c > 0 give the same prob
 x solves it with multipliers μ̃ iff w = Dx solves (5) with μᵢ = eᵢ∘μ̃ᵢ/c (divide its
 Lagrangian by c).  Who computes what:
 
-* at the start point w⁰ every party reports the column maxima of |∇²fᵢ(w⁰)| and of its
-  constraint Jacobian |Jᵢ(w⁰)| and its objective's linear term ∇fᵢ(0) (one round,
-  ``scale.stats``; 3d floats up), and sets its row scales eᵢⱼ = 1/√‖Jᵢⱼ(w⁰)‖∞ itself
-  (Ruiz's row step; no communication);
-* the server takes Dⱼ = 1/√(maxᵢ column maxima) (Ruiz's column step) and
-  c = 1/max(meanⱼ Dⱼ²·maxᵢ|∇²f|ᵢⱼ, ‖D∇f(0)‖∞), clipped to ``COST_RANGE`` (OSQP's
-  cost scaling), and sends D and c with the first subproblem;
+* at the start point w⁰ every party reports the squares of the column maxima of
+  |∇²fᵢ(w⁰)| and of its constraint Jacobian |Jᵢ(w⁰)| and its objective's linear term
+  ∇fᵢ(0) (one round, ``scale.stats``; 3d sums), and sets its row scales
+  eᵢⱼ = 1/√‖Jᵢⱼ(w⁰)‖∞ itself (Ruiz's row step; no communication);
+* the server takes the column norms over the parties from the sums, nⱼ = √(Σᵢ mᵢⱼ²)
+  (between the largest mᵢⱼ and √n times it: the server sees sums, not a party's
+  maximum), Dⱼ = 1/√nⱼ (Ruiz's column step) and c = 1/max(meanⱼ Dⱼ²·n^H_j,
+  ‖D∇f(0)‖∞), clipped to ``COST_RANGE`` (OSQP's cost scaling), and sends D and c with
+  the first subproblem;
 * each party then evaluates its functions scaled (:func:`scaled_party`) and reports its
   KKT shares **in the user's units** (its own functions at w = Dx with μ = e∘μ̃/c), so
   statuses, residuals, multipliers and ``cf.kkt`` never see the scaling.
@@ -100,30 +102,32 @@ def row_scaling(party, w, far):
 def column_stats(party, w):
     """A party's statistics at w⁰ and its row scales: ``(reply, e_ineq, e_eq)``.
 
-    reply: ``hessian_columns`` maxⱼ|∇²fᵢ(w)|ⱼₖ, ``jacobian_columns`` maxⱼ|Jᵢ(w)|ⱼₖ
-    and ``objective_grad`` ∇fᵢ(0); the row scales of :func:`row_scales`."""
+    reply: ``hessian_columns_sq`` (maxⱼ|∇²fᵢ(w)|ⱼₖ)², ``jacobian_columns_sq``
+    (maxⱼ|Jᵢ(w)|ⱼₖ)² and ``objective_grad`` ∇fᵢ(0), each summed over the parties; the
+    row scales of :func:`row_scales`."""
     d = w.size
     H = party.f_hess(w) if d <= MAX_HESSIAN_DIM else None
     hessian_columns = (np.zeros(d) if H is None or np.ndim(H) == 0     # none measured
                        else np.max(np.abs(H), axis=0, initial=0.0))
     J = _jacobian(party, w)
     e_ineq, e_eq = row_scales(party, w, J=J)
-    reply = {"hessian_columns": hessian_columns,
-             "jacobian_columns": np.max(J, axis=0, initial=0.0),
+    jacobian_columns = np.max(J, axis=0, initial=0.0)
+    reply = {"hessian_columns_sq": hessian_columns ** 2,
+             "jacobian_columns_sq": jacobian_columns ** 2,
              "objective_grad": np.asarray(party.f_value_grad(np.zeros(d))[1], dtype=np.float64)}
     return reply, e_ineq, e_eq
 
 
-def equilibrate(replies, regularizer):
-    """The server's ``(D, c)`` from the parties' :func:`column_stats` replies; None when
-    every factor is 1 (the problem is solved as given)."""
-    hess = np.max([r["hessian_columns"] for r in replies], axis=0)
-    cols = np.maximum(hess, np.max([r["jacobian_columns"] for r in replies], axis=0))
+def equilibrate(sums, regularizer):
+    """The server's ``(D, c)`` from the sums of the parties' :func:`column_stats`; None
+    when every factor is 1 (the problem is solved as given)."""
+    hess = np.sqrt(sums["hessian_columns_sq"])
+    cols = np.maximum(hess, np.sqrt(sums["jacobian_columns_sq"]))
     separable = regularizer.pieces(cols.size) is not None
     D = _inverse_sqrt(cols) if separable else np.ones(cols.size)
     c = 1.0
     if separable or isinstance(regularizer, (Zero, L1Ball, L2Ball)):
-        grad = sum(r["objective_grad"] for r in replies)
+        grad = sums["objective_grad"]
         size = max(float(np.mean(D * D * hess)), float(np.max(np.abs(D * grad))))
         if size >= MIN_NORM:
             c = float(_power_of_two(np.clip(1.0 / size, *COST_RANGE)))
@@ -198,8 +202,8 @@ def scaled_party(party, D, c, e_ineq, e_eq):
 def federated_scaling(problem, fed, w0):
     """The round ``scale.stats`` at w⁰ and the server's :func:`equilibrate`: ``(D, c)``
     or None."""
-    replies = fed.broadcast(M.SCALE_STATS, {"w": w0}, include_server=True)
-    return equilibrate(list(replies.values()), problem.regularizer)
+    return equilibrate(fed.broadcast(M.SCALE_STATS, {"w": w0}, include_server=True),
+                       problem.regularizer)
 
 
 class RowScaledView:

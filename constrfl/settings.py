@@ -123,6 +123,10 @@ class OuterSettings(_Record):
     #: ε_rel ≥ 0: optimal when stationarity ≤ ε₁ + ε_rel·S₁ and Definition 1 ≤ ε₂ +
     #: ε_rel·S₂ (the scales of :class:`~constrfl.result.KKT`); 0: ``tol`` alone
     eps_rel: float = 0.0
+    #: True: the server receives only sums over the parties (every method but
+    #: ``inner="newton-basis"``); False: the parties also disclose their own compact
+    #: Hessians (row bases, sparse patterns, constraint models: ``"newton-basis"``)
+    private: bool = True
 
     def __post_init__(self):
         self._set("max_outer", count(self.max_outer, "max_outer"))
@@ -138,6 +142,8 @@ class OuterSettings(_Record):
         self._set("eps_rel", float(self.eps_rel))
         if not (isinstance(self.scaling, bool) or self.scaling == "rows"):
             raise TypeError(f"scaling must be True, False or 'rows', got {self.scaling!r}")
+        if not isinstance(self.private, bool):
+            raise TypeError(f"private must be True or False, got {self.private!r}")
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,11 @@ class NewtonSettings(OuterSettings):
             raise ValueError(f"NewtonSettings: inner must be 'newton', 'newton-cg' or "
                              f"'newton-basis', got {self.inner!r} (inner='admm': "
                              f"ADMMSettings)")
+        if self.inner == "newton-basis" and self.private:
+            raise ValueError("inner='newton-basis' sends each party's own compact Hessian "
+                             "(its row basis, sparse pattern or constraint models) to the "
+                             "server; pass private=False to allow that, or use "
+                             "inner='newton' or 'newton-cg', which send only sums")
 
 
 @dataclass(frozen=True)
@@ -408,7 +419,7 @@ def _interval(name, value, low, high, closed_low=True, closed_high=True):
 
 # -- the settings of a solve ------------------------------------------------------------------
 
-def choose_inner(dim, regularizer, compact=None):
+def choose_inner(dim, regularizer, compact=None, private=True):
     """What ``inner="auto"`` runs (measured in validation/bench.py and
     validation/qp_benchmark.py): ``"newton"`` up to d = ``AUTO_NEWTON_MAX_DIM`` (tens of
     rounds where the ADMM needs hundreds); above it ``"newton-basis"`` when ``compact``
@@ -420,11 +431,12 @@ def choose_inner(dim, regularizer, compact=None):
     ridge_weights`; O(d) floats a round, a round a CG iteration); with any other P
     ``"newton"`` up to d = ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n =
     649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s), else
-    ``"admm"``."""
+    ``"admm"``.  With ``private`` (the default) the parties send only sums, and
+    ``"newton-basis"`` (per-site forms) is not among the choices."""
     if dim <= AUTO_NEWTON_MAX_DIM:
         return "newton"
     smooth = regularizer.ridge_weights(dim) is not None
-    if compact is not None and basis_affordable(dim, compact, smooth):
+    if not private and compact is not None and basis_affordable(dim, compact, smooth):
         return "newton-basis"
     if smooth:
         return "newton-cg"
@@ -466,7 +478,8 @@ def settings_for(method, options, problem):
     if method == "cproxal":
         return NewtonSettings.build(given, where)
     if inner == "auto":
-        inner = choose_inner(problem.dim, problem.regularizer, _compact_sizes(problem))
+        inner = choose_inner(problem.dim, problem.regularizer, _compact_sizes(problem),
+                             options.get("private", True))
         where += f" with inner={inner!r}, chosen by inner='auto' for d={problem.dim}"
     else:
         where += f" with inner={inner!r}"

@@ -147,11 +147,11 @@ class StackedRows:
 
     def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
                   max_iter):
-        """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ, u⁺, λ⁺, v)``, or None
+        """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ², u⁺, λ⁺)``, or None
         when it did not finish (a value not finite, a Hessian not positive definite)."""
         e, kappa, u, lam, status = kernels.stacked_admm_step(
             *self.kernel_args(beta, mu, True), gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
             max_iter)
         if status < 0:
             return None
-        return e, kappa, u, lam, u + kernels.metric_solve(rho_next, J, lam)
+        return e, kappa, u, lam

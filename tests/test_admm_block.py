@@ -206,7 +206,7 @@ def test_rounds_of_the_handler_with_the_spectral_rule(layout, monkeypatch):
     rhos = [r["rho"] for r in runs[0]]
     assert len(set(rhos)) >= 3                               # ρᵢ changed, twice at least
     for got, ref in zip(*runs):
-        for key in ("e", "v", "rho", "kappa"):
+        for key in ("e", "Rv", "rho", "definition1_sq"):
             close(got[key], ref[key])
 
 
@@ -224,7 +224,8 @@ def test_a_party_with_equalities_takes_the_generic_step():
     w = r.standard_normal(d)
     reply, _ = H.admm_step({"w": w, "tol": 1e-10}, state, PartyContext(party))
     ref = H._block_step(state, PartyContext(party), w, state["rho"], 1e-10)
-    for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
+    Rv = K.metric_times(state["rho"], state["J"], ref[2]) + ref[3]        # Rᵢuᵢ + λᵢ
+    for key, value in zip(("e", "definition1_sq", "Rv"), (ref[0], ref[1], Rv)):
         np.testing.assert_array_equal(reply[key], value)
 
 

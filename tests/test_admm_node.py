@@ -7,6 +7,7 @@ import pytest
 
 import constrfl as cf
 from constrfl.federation.runtime import dispatch
+from constrfl.messages import pack_upper
 from constrfl.parties import PartyContext, admm as handlers, init_state
 from constrfl.solvers.admm import ADMM
 from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
@@ -42,7 +43,7 @@ def test_quadratic_local_step_is_exact():
     rng = np.random.default_rng(0)
     wk = rng.standard_normal(client.objective.dim)
     reply, state = started(client, wk)
-    assert np.array_equal(reply["v"], wk) and reply["rho"] == 0.3     # cold: λ = 0
+    assert np.array_equal(reply["Rv"], 0.3 * wk) and reply["rho"] == 0.3   # cold: λ = 0
     phi = phi_of(client, state, wk)
     for rho in (0.3, 1.2):
         state = dict(state, rho=rho)
@@ -58,13 +59,13 @@ def test_quadratic_local_step_is_exact():
                            atol=1e-12)
         assert np.allclose(reply["e"], phi(w, 1)[1] + lam - rho * (w - u), rtol=0,
                            atol=1e-12)
-        assert np.allclose(reply["v"], state["u"] + state["lam"] / rho, rtol=0, atol=1e-12)
+        assert np.allclose(reply["Rv"], rho * state["u"] + state["lam"], rtol=0, atol=1e-12)
 
 
 def test_quadratic_local_step_is_exact_with_a_gauss_newton_penalty():
     """With the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ, (19) is still one exact solve (Woodbury over
     the rows of Jᵢ): the gradient of φᵢ + ⟨λ, u − ŵ⟩ + ½‖u − ŵ‖²_R vanishes, λ moves by
-    R(u − ŵ), eᵢ uses the server's R, and vᵢ = uᵢ + R⁻¹λᵢ."""
+    R(u − ŵ), eᵢ uses the server's R, and Rᵢvᵢ = Rᵢuᵢ + λᵢ."""
     client = lcqp_problem().clients[0]
     rng = np.random.default_rng(1)
     wk = rng.standard_normal(client.objective.dim)
@@ -83,7 +84,7 @@ def test_quadratic_local_step_is_exact_with_a_gauss_newton_penalty():
     np.testing.assert_allclose(state["lam"], lam + R @ (x - w_hat), rtol=0, atol=1e-10)
     np.testing.assert_allclose(reply["e"], phi(w, 1)[1] + lam - R @ (w - u), rtol=0,
                                atol=1e-10)
-    np.testing.assert_allclose(R @ (reply["v"] - x), state["lam"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(reply["Rv"], R @ x + state["lam"], rtol=0, atol=1e-10)
 
 
 def test_first_penalty_is_the_geometric_mean_of_the_curvature():
@@ -122,9 +123,10 @@ def test_spectral_rule_every_five_rounds():
 
 
 def test_warm_start_carries_the_block_over():
-    """A later subproblem (not cold) keeps uᵢ, λᵢ, ρᵢ; it uploads Jᵢ, √β times the
-    gradients at wᵏ of the constraints it expects active (μ⁺ > 0 or μ⁺ + βc > 0), and
-    vᵢ = uᵢ + Rᵢ⁻¹λᵢ for its new penalty Rᵢ = ρᵢI + JᵢᵀJᵢ."""
+    """A later subproblem (not cold) keeps uᵢ, λᵢ, ρᵢ; its penalty metric Jᵢ is √β times
+    the gradients at wᵏ of the constraints it expects active (μ⁺ > 0 or μ⁺ + βc > 0); it
+    uploads (to be summed) ρᵢ, JᵢᵀJᵢ and Rᵢvᵢ = Rᵢuᵢ + λᵢ for its new penalty
+    Rᵢ = ρᵢI + JᵢᵀJᵢ, and no multiplier."""
     client = np_problem(3).clients[0]
     wk = np.full(client.objective.dim, 0.1)
     _, state = started(client, wk)
@@ -132,22 +134,25 @@ def test_warm_start_carries_the_block_over():
     msg = {"w": wk + 0.02, "beta": 20.0, "gamma": 0.005, "cold": False,
            "local_max_iter": 100, "local_hessian": True, "adaptive": False, "metric": True}
     reply, new = dispatch("al.update+admm.start", msg, state, PartyContext(client))
-    assert set(reply) == {"mu", "nu", "lagrangian_grad", "feasibility", "complementarity",
-                          "definition1", "stationarity_scale", "feasibility_scale",
-                          "objective", "v", "J"}
+    assert set(reply) == {"lagrangian_grad", "objective_grad", "objective",
+                          "feasibility_sq", "complementarity_sq", "definition1_sq",
+                          "linear_sq", "offset_sq", "multiplier_step_sq", "rho", "Rv",
+                          "metric"}
     assert all(np.array_equal(new[k], state[k]) for k in ("u", "lam")) and \
         new["rho"] == state["rho"] and "w_last" not in new
     c, Jc = client.c_value_jac(msg["w"])
-    active = (reply["mu"] > 0) | (reply["mu"] + 20.0 * c > 0)
+    active = (new["mu"] > 0) | (new["mu"] + 20.0 * c > 0)
     assert active.any()
-    np.testing.assert_allclose(reply["J"], np.sqrt(20.0) * Jc[active], rtol=1e-14)
-    J, d = reply["J"], reply["v"] - new["u"]
-    np.testing.assert_allclose(new["rho"] * d + J.T @ (J @ d), new["lam"], rtol=0,
-                               atol=1e-12 * np.max(np.abs(new["lam"])))
+    J = new["J"]
+    np.testing.assert_allclose(J, np.sqrt(20.0) * Jc[active], rtol=1e-14)
+    np.testing.assert_array_equal(reply["metric"], pack_upper(J.T @ J))
+    assert reply["rho"] == new["rho"]
+    np.testing.assert_allclose(reply["Rv"], new["rho"] * new["u"] + J.T @ (J @ new["u"])
+                               + new["lam"], rtol=1e-14)
     off = dict(msg, metric=False)
     reply, _ = dispatch("al.update+admm.start", off, state, PartyContext(client))
-    assert reply["J"].shape == (0, wk.size)
-    np.testing.assert_allclose(reply["v"], state["u"] + state["lam"] / state["rho"],
+    assert "metric" not in reply
+    np.testing.assert_allclose(reply["Rv"], state["rho"] * state["u"] + state["lam"],
                                rtol=1e-15)
 
 
@@ -185,20 +190,21 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
 @pytest.mark.parametrize("rows", [(1, 0, 2), (9, 8, 7)])      # Woodbury; more rows than d
 @pytest.mark.parametrize("ridge", [0.0, 0.3, "weighted"])
 def test_w_step_with_penalty_metrics_is_the_exact_minimizer(rows, ridge):
-    """(18) with Rᵢ = ρᵢI + JᵢᵀJᵢ: the gradient of P + γ/2‖w − wᵏ‖² + Σᵢ ½‖w − vᵢ‖²_Rᵢ
-    vanishes at the server's w (by Woodbury when the Jᵢ have fewer rows than d, else
-    one dense solve)."""
+    """(18) with Rᵢ = ρᵢI + JᵢᵀJᵢ from the sums the blocks send (Σρᵢ, ΣRᵢvᵢ, ΣJᵢᵀJᵢ):
+    the gradient of P + γ/2‖w − wᵏ‖² + Σᵢ ½‖w − vᵢ‖²_Rᵢ vanishes at the server's w."""
     rng = np.random.default_rng(7)
     d, gamma = 6, 0.01
     lam = rng.random(d) if ridge == "weighted" else ridge
     P = cf.prox.SquaredL2(lam) if ridge else cf.prox.Zero()
     J = [30.0 * rng.standard_normal((r, d)) for r in rows]
-    replies = {n: {"v": rng.standard_normal(d), "rho": rng.random(), "J": Jn}
-               for n, Jn in zip("abc", J)}
+    v = [rng.standard_normal(d) for _ in J]
+    rho = [rng.random() for _ in J]
+    sums = {"rho": sum(rho), "Rv": sum(r * vk + Jk.T @ (Jk @ vk) for r, vk, Jk in zip(rho, v, J)),
+            "metric": pack_upper(sum(Jk.T @ Jk for Jk in J))}
     admm = ADMM(list("abc"), None, P, (1e-6, 1e-6))
-    s = admm.begin(replies, rng.standard_normal(d), 1e-6, 10.0)     # the blocks' uploads
+    s = admm.begin(sums, rng.standard_normal(d), 1e-6, 10.0)        # the blocks' sums
     w = admm.w_step(s, gamma)
     g = (lam * w if ridge else 0.0) + gamma * (w - s.wk) + sum(
-        r * (w - v) + Jk.T @ (Jk @ (w - v)) for r, v, Jk in zip(s.rho, s.v, J))
-    scale = sum(np.abs(Jk.T @ (Jk @ v)).max() for Jk, v in zip(J, s.v))
+        r * (w - vk) + Jk.T @ (Jk @ (w - vk)) for r, vk, Jk in zip(rho, v, J))
+    scale = sum(np.abs(Jk.T @ (Jk @ vk)).max() for Jk, vk in zip(J, v))
     assert np.max(np.abs(g)) <= 1e-12 * scale

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import constrfl as cf
+from constrfl.exactsum import RING_BYTES
 from constrfl import functions as fn, prox
 from constrfl.certify import pooled_cvxpy
 from constrfl.problems import federated_lasso
@@ -111,7 +112,7 @@ def test_server_optimizer_two_rounds_by_hand(method, lam):
     assert not np.allclose(expected[0], expected[1])          # the rounds really moved
     assert res.rounds == 2 and res.inner_iterations == 2 * 2 * K
     # rounds · clients · floats · 8; down: the model (d) and the round's 8 scalars
-    assert res.bytes_up == 2 * 2 * 2 * 8 and res.bytes_down == 2 * 2 * (2 + ROUND_SCALARS) * 8
+    assert res.bytes_up == 2 * 2 * 2 * RING_BYTES and res.bytes_down == 2 * 2 * (2 + ROUND_SCALARS) * 8
 
 
 CORRECTIONS = {"vanilla": lambda b: 1 - b, "linear": lambda b: 1 + b,
@@ -144,7 +145,7 @@ def test_fedcada_two_rounds_by_hand(correction, lam):
         x = soft(x + eta_s * np.mean(deltas, axis=0), lam * t_prox / N)
         np.testing.assert_allclose(got, x, rtol=1e-12, atol=1e-14)
     # x, m, v both ways; down also the round's scalars and β₁, β₂, ϵ, the correction
-    assert res.bytes_up == 2 * 2 * (3 * 2) * 8
+    assert res.bytes_up == 2 * 2 * (3 * 2) * RING_BYTES
     assert res.bytes_down == 2 * 2 * (3 * 2 + ROUND_SCALARS - 1 + 4) * 8
 
 
@@ -183,7 +184,7 @@ def test_feddualavg_two_rounds_by_hand(method, decay):
         np.testing.assert_allclose(got, soft(z, past * LAM / N), rtol=1e-12, atol=1e-14)
     # down: z and the round's scalars (FedDualAvg: the prox offset for the prox flag)
     assert res.bytes_down == 2 * 2 * (2 + ROUND_SCALARS) * 8
-    assert res.bytes_up == 2 * 2 * 2 * 8
+    assert res.bytes_up == 2 * 2 * 2 * RING_BYTES
 
 
 def test_composite_methods_reduce_to_fedavg_without_regularizer():
@@ -313,7 +314,7 @@ def test_partial_participation_and_minibatches_are_reproducible(method, client_l
     assert not np.array_equal(a.w, c.w)
     assert all(h["clients"] == 10 for h in a.history)
     floats = 3 * problem.dim if method == "fedcada" else problem.dim
-    assert a.bytes_up == 15 * 10 * floats * 8
+    assert a.bytes_up == 15 * 10 * floats * RING_BYTES
     assert a.inner_iterations == 15 * 10 * 3
     assert a.history[-1]["objective"] < 0.5 * a.history[0]["objective"]
 

@@ -83,7 +83,7 @@ def test_model_direction_solves_the_explicit_system(d, ranks, dense):
 def solved():
     data, p = wide_np(server_rows=40)
     states = []
-    res = cf.solve(p, tol=1e-6, inner="newton-basis", callback=states.append)
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False, callback=states.append)
     return data, p, res, states
 
 
@@ -145,7 +145,7 @@ def test_traffic_counts_bases_and_cores(monkeypatch):
         return replies
     monkeypatch.setattr(base.Federation, "broadcast", spy)
     _, p = wide_np()
-    res = cf.solve(p, tol=1e-6, inner="newton-basis")
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
     assert res.status == "optimal"
     assert res.bytes_up == 8 * sum(sum(f) for _, f in sent)
     basis_rounds = [f for kind, f in sent if kind == "newton.basis"]
@@ -161,7 +161,7 @@ def test_a_nonsmooth_regularizer_takes_proximal_newton_steps_in_the_bases():
     solve of :mod:`constrfl.solvers.subspace`) gives cvxpy's optimum."""
     _, p = wide_np()
     p.regularizer = prox.L1(0.01)
-    res = cf.solve(p, tol=1e-6, inner="newton-basis")
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
     assert res.status == "optimal", res.message
     ref = cf.certify(p, res.w, res.multipliers)
     assert ref.reference_status == "optimal"
@@ -178,7 +178,7 @@ def test_interrupted_in_the_basis_rounds_resumes_bit_for_bit(monkeypatch, tmp_pa
     _, p = wide_np()
     full, again = resume_after_interrupt(
         monkeypatch, tmp_path, p, lambda seen: seen.count("newton.basis") == 3,
-        inner="newton-basis")
+        inner="newton-basis", private=False)
     assert again.w.tobytes() == full.w.tobytes()
     assert (again.rounds, again.bytes_up, again.bytes_down, again.inner_iterations) == \
         (full.rounds, full.bytes_up, full.bytes_down, full.inner_iterations)

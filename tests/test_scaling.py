@@ -73,7 +73,7 @@ def test_factors_are_powers_of_two_and_a_ball_keeps_its_coordinates():
                       constraints=[fn.Affine(A, np.ones(3))])
     reply, e, _ = column_stats(party, np.ones(3))
     for P in (prox.Box(-1.0, 1.0), prox.L2Ball(2.0)):
-        Dc, c = equilibrate([reply], P)
+        Dc, c = equilibrate(reply, P)       # one party: the sums are its stats
         for f in (*Dc, c, *e):
             assert f > 0 and np.log2(f) == np.round(np.log2(f))
         assert np.any(Dc != 1.0) == P.separable

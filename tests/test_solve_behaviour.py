@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import constrfl as cf
+from constrfl.exactsum import RING_BYTES
 from constrfl import functions as fn, prox
 from builders import count_metric_rows, np_problem
 
@@ -56,17 +57,18 @@ def test_bit_identical_reruns():
 def test_message_accounting(monkeypatch):
     """inner="admm".  Rounds: one start-up round, one per ADMM iteration, one per outer
     iteration (the multiplier/KKT round, which also starts the next subproblem).
-    Floats per client (each client here has one constraint row, μᵢ ∈ R; ρ="auto":
-    each block chooses its first ρᵢ):
+    Entries per client (ρ="auto": each block chooses its first ρᵢ), 8 bytes each down
+    and 32 each up (every upload is a sum field in the exact sum's ring):
     start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian,
                 and the row-scaling range (``scaling="rows"``)
-                up vᵢ, ρᵢ, Jᵢ (no rows: cold), and the KKT share at w⁰ (μᵢ, ∇ℓᵢ,
-                feasibility, complementarity, Definition 1, the scales S₁ and S₂, fᵢ)
-    ADMM round  down w, τ                                            up eᵢ, vᵢ, ρᵢ, κᵢ
+                up ρᵢ, Rᵢvᵢ (no metric: cold), and the KKT share at w⁰ (∇ℓᵢ, ∇fᵢ, fᵢ
+                and 5 sums of squares: feasibility, complementarity, Definition 1, the
+                scale S₂'s two terms)
+    ADMM round  down w, τ                                   up eᵢ, Rᵢvᵢ, ρᵢ, κᵢ²
     outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
-                up μᵢ, ∇ℓᵢ, feasibility, complementarity, Definition 1, S₁, S₂, fᵢ, and the
-                ADMM block's vᵢ and Jᵢ for its new penalty (rᵢ rows of d floats: the
-                constraints it expects active)"""
+                up the KKT share with the multiplier step, and the ADMM block's ρᵢ,
+                Rᵢvᵢ and, for a block with a metric (rows: the constraints it expects
+                active), JᵢᵀJᵢ's d(d+1)/2 entries"""
     rows = count_metric_rows(monkeypatch)
     p = np_problem(5, 0.4)
     res = cf.solve(p, method="fedproxal", inner="admm")
@@ -74,9 +76,10 @@ def test_message_accounting(monkeypatch):
     assert res.rounds == 1 + T + K
     assert len(rows) == n * K and sum(rows) > 0
     assert res.bytes_down == 8 * n * ((d + 8) + T * (d + 1) + K * (d + 7))
-    assert res.bytes_up == 8 * (n * ((d + 1) + (1 + d + 6) + T * (2 * d + 2)
-                                     + K * (1 + d + 6 + d))
-                                + d * sum(rows))
+    tri = d * (d + 1) // 2
+    assert res.bytes_up == RING_BYTES * (n * ((1 + d) + (2 * d + 6) + T * (2 * d + 2)
+                                              + K * ((2 * d + 7) + 1 + d))
+                                         + tri * sum(r > 0 for r in rows))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
 
@@ -89,9 +92,10 @@ def test_message_accounting_federated_newton(monkeypatch):
     the last when the solve ended on the KKT ride).  The evaluations and KKT shares are
     counted by spying on one client's AL term and share.  Floats per client: down w,
     order (+ β on the start-up and outer rounds, + the row-scaling range on the start-up;
-    + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up the
-    values (1, or 8 on a line-search round), the gradient, the Hessian triangle, and on
-    the outer rounds and rides the KKT share: μᵢ, ∇ℓᵢ and 6 scalars."""
+    + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up (32
+    bytes an entry: sums) the values (1, or 8 on a line-search round), the gradient,
+    the Hessian triangle, and on the outer rounds and rides the KKT share: ∇ℓᵢ, ∇fᵢ and
+    6 scalars, and but on the first the multiplier step."""
     from constrfl.parties import al, newton
     from constrfl.solvers import augmented
     calls = {0: 0, 1: 0, 2: 0}
@@ -133,8 +137,8 @@ def test_message_accounting_federated_newton(monkeypatch):
     tri = d * (d + 1) // 2
     assert res.bytes_down == 8 * n * (1 + outer * (d + 2) + plain * (d + 1)
                                       + searches * (2 * d + 8) + rides)
-    assert res.bytes_up == 8 * n * (res.rounds * (1 + d + tri) + searches * 7
-                                    + (outer + rides) * (1 + d + 6))
+    assert res.bytes_up == RING_BYTES * n * (res.rounds * (1 + d + tri) + searches * 7
+                                             + (outer + rides) * (2 * d + 7) - 1)
 
 
 def test_options_belong_to_their_method():

@@ -175,7 +175,7 @@ def solved(request):
     regularizer = prox.SquaredL2(1e-2) if request.param == "ridge" else prox.L1(1e-3)
     data, p = sparse_np(regularizer, server_rows=40)
     states = []
-    res = cf.solve(p, tol=1e-6, inner="newton-basis", callback=states.append)
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False, callback=states.append)
     return request.param, data, p, res, states
 
 
@@ -242,7 +242,7 @@ def test_traffic_counts_the_pattern_and_the_entries(monkeypatch):
         return replies
     monkeypatch.setattr(base.Federation, "broadcast", spy)
     _, p = sparse_np(prox.L1(1e-3))
-    res = cf.solve(p, tol=1e-6, inner="newton-basis")
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
     assert res.status == "optimal"
     assert res.bytes_up == 8 * sum(sum(f.values()) for _, f in sent)
     patterns = [f for kind, f in sent if kind == "newton.basis"]
@@ -259,7 +259,7 @@ def test_interrupted_after_the_pattern_round_resumes_bit_for_bit(monkeypatch, tm
     _, p = sparse_np(prox.L1(1e-3))
     full, again = resume_after_interrupt(
         monkeypatch, tmp_path, p,
-        lambda seen: len(seen) > 2 and seen[-2] == "newton.basis", inner="newton-basis")
+        lambda seen: len(seen) > 2 and seen[-2] == "newton.basis", inner="newton-basis", private=False)
     assert again.w.tobytes() == full.w.tobytes()
     assert (again.rounds, again.bytes_up, again.inner_iterations) == \
         (full.rounds, full.bytes_up, full.inner_iterations)
@@ -273,7 +273,8 @@ def test_auto_picks_the_compact_hessians_it_can_see():
     from constrfl.settings import settings_for
     _, sparse = sparse_np(prox.L1(1e-3), dim=600)
     assert all(compact_size(c) is not None for c in sparse.clients)
-    assert settings_for("fedproxal", {}, sparse).inner == "newton-basis"
+    assert settings_for("fedproxal", {"private": False}, sparse).inner == "newton-basis"
+    assert settings_for("fedproxal", {}, sparse).inner != "newton-basis"   # sums only
     X = np.random.default_rng(0).standard_normal((2 * 400, 600))
     y = (X[:, 0] > 0).astype(int)
     dense = cf.problems.neyman_pearson(X, y, np.repeat([0, 1], 400), 0.3,

@@ -197,9 +197,9 @@ def test_compiled_local_newton_hands_back_an_indefinite_hessian():
 @pytest.mark.parametrize("rows", [0, 2])
 @pytest.mark.parametrize("name", NO_EQUALITIES)
 def test_compiled_admm_block_step_equals_the_generic_one(name, rows):
-    """The admm.step handler's compiled path (one kernel call) gives the eᵢ, κᵢ, uᵢ⁺, λᵢ⁺
-    and vᵢ of its function-by-function path, with the penalty ρᵢI + JᵢᵀJᵢ (``rows``
-    rows of Jᵢ), and the handler replies with them."""
+    """The admm.step handler's compiled path (one kernel call) gives the eᵢ, κᵢ², uᵢ⁺
+    and λᵢ⁺ of its function-by-function path, with the penalty ρᵢI + JᵢᵀJᵢ (``rows``
+    rows of Jᵢ), and the handler replies with them (and Rᵢvᵢ = Rᵢuᵢ⁺ + λᵢ⁺)."""
     party, r = parties()[name], np.random.default_rng(12)
     state = {"beta": 3.0, "mu": r.random(party.n_ineq), "nu": np.zeros(0), "gamma": 0.05,
              "wk": r.standard_normal(d), "u": r.standard_normal(d),
@@ -212,13 +212,15 @@ def test_compiled_admm_block_step_equals_the_generic_one(name, rows):
     ref = _block_step(state, PartyContext(party), w, rho_next, tol)
     assert got is not None
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-13)     # eᵢ
-    assert got[1] == pytest.approx(ref[1], rel=1e-12, abs=1e-15)            # κᵢ
-    for a, b in zip(got[2:], ref[2:]):                                      # uᵢ⁺, λᵢ⁺, vᵢ
+    assert got[1] == pytest.approx(ref[1], rel=1e-12, abs=1e-30)            # κᵢ²
+    for a, b in zip(got[2:], ref[2:]):                                      # uᵢ⁺, λᵢ⁺
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
     reply, _ = admm_step({"w": w, "tol": tol}, dict(state, rho=rho_next), PartyContext(party, None))
-    np.testing.assert_array_equal(reply["v"], party.stacked.admm_step(
+    e, kappa_sq, u, lam = party.stacked.admm_step(
         state["beta"], state["mu"], state["gamma"], state["wk"], w, state["u"],
-        state["lam"], rho_next, rho_next, state["J"], RELAXATION, tol, 100)[4])
+        state["lam"], rho_next, rho_next, state["J"], RELAXATION, tol, 100)
+    np.testing.assert_array_equal(reply["Rv"], K.metric_times(rho_next, state["J"], u) + lam)
+    assert reply["definition1_sq"] == kappa_sq
 
 
 def test_admm_block_step_of_a_nonconvex_party_falls_back():
@@ -235,7 +237,8 @@ def test_admm_block_step_of_a_nonconvex_party_falls_back():
                                    100) is None
     reply, _ = admm_step({"w": w, "tol": 1e-9}, state, PartyContext(party, None))
     ref = _block_step(state, PartyContext(party), w, 0.02, 1e-9)
-    for key, value in zip(("e", "kappa", "v"), (ref[0], ref[1], ref[4])):
+    Rv = K.metric_times(0.02, state["J"], ref[2]) + ref[3]
+    for key, value in zip(("e", "definition1_sq", "Rv"), (ref[0], ref[1], Rv)):
         np.testing.assert_array_equal(reply[key], value)
 
 

@@ -1,12 +1,14 @@
 """The boundary between the algorithms and the parties: :class:`Federation`.
 
 The solvers reach the clients only through ``broadcast(message_type, payload)``, which
-returns the replies in the fixed order of ``federation.clients`` (never arrival order),
-counts the round and its bytes, and turns a client's error reply into the exception
-that ends the solve with the matching status (:mod:`constrfl.errors`).  Backends
-implement ``_exchange``: deliver one payload per client and collect what comes back —
-a reply dict, or the :class:`~constrfl.errors.SolveStop` describing why there is none;
-a backend never raises for a client's fault.
+returns :class:`Sums`: for each *sum* field of the replies (:data:`constrfl.messages.FIELDS`)
+its exact sum over the parties that sent it (:mod:`constrfl.exactsum`), never a single
+site's value; the disclosed fields (``private=False`` only) per site.  It counts the
+round and its bytes, and turns a client's error reply into the exception that ends the
+solve with the matching status (:mod:`constrfl.errors`).  Backends implement
+``_exchange``: deliver one payload per client and collect what comes back — an encoded
+reply dict (:func:`~.runtime.encode_reply`), or the :class:`~constrfl.errors.SolveStop`
+describing why there is none; a backend never raises for a client's fault.
 
 The server's own party (f₀, c₀, h₀) answers the same messages through ``own``, a
 :class:`~.runtime.PartyRuntime` in the server's process (``include_server=True``; no
@@ -18,12 +20,52 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..control import SolveControl
 from ..errors import SolveStop
+from ..exactsum import add_into, decode
 from ..progress import log
-from ..messages import FLOAT, check_payload, floats
+from ..messages import DISCLOSED, FLOAT, check_payload, fields_of, floats, wire_bytes
 
-__all__ = ["Federation", "Traffic"]
+__all__ = ["Federation", "Traffic", "Sums", "aggregate"]
+
+
+class Sums(dict):
+    """A round's answer as the server sees it: ``{field: Σ over the parties that sent
+    it}`` (a float, or a float64 array), exact and independent of their order; NaN
+    where a party's entry was not representable (:mod:`constrfl.exactsum`).
+    ``parties``: how many answered; ``counts[field]``: how many sent the field;
+    ``disclosed[field]``: ``{party: value}`` of a disclosed field (``private=False``)."""
+
+    def __init__(self, sums, parties, counts, disclosed):
+        super().__init__(sums)
+        self.parties, self.counts, self.disclosed = parties, counts, disclosed
+
+    def complete(self, field):
+        """Whether every party that answered sent ``field``."""
+        return self.counts.get(field, 0) == self.parties
+
+
+def aggregate(message_type, replies):
+    """:class:`Sums` of encoded replies ``{party: reply}`` to ``message_type``: each sum
+    field's encodings added modulo 2²⁵⁶ and decoded once."""
+    declared = fields_of(message_type).reply
+    totals, counts, disclosed = {}, {}, {}
+    for name, reply in replies.items():
+        for key, value in reply.items():
+            if declared[key] == DISCLOSED:
+                disclosed.setdefault(key, {})[name] = value
+                continue
+            counts[key] = counts.get(key, 0) + 1
+            if key not in totals:
+                totals[key] = np.array(value, dtype=np.uint64)
+            elif np.shape(value) != totals[key].shape:
+                raise ValueError(f"reply to {message_type!r}: {key!r} has shape "
+                                 f"{np.shape(value)} at {name!r}, {totals[key].shape} before")
+            else:
+                add_into(totals[key].reshape(-1, 4), np.asarray(value).reshape(-1, 4))
+    return Sums({k: decode(v) for k, v in totals.items()}, len(replies), counts, disclosed)
 
 
 @dataclass
@@ -52,11 +94,13 @@ class Federation:
     def broadcast(self, message_type, payload, to=None, per_client=None,
                   include_server=False, counted=True):
         """Send ``payload`` (merged with ``per_client[name]`` where given) to the clients
-        ``to`` (default: all) and return ``{name: reply}`` in client order, then
-        ``"server": reply`` with ``include_server`` when the server has functions.
+        ``to`` (default: all) and, with ``include_server``, to the server's own party
+        when it has functions; return the :class:`Sums` of their replies.
         ``counted=False``: an observer's message, outside the method's traffic."""
         self.control.check()
-        check_payload(payload)
+        check_payload(payload, message_type=message_type)
+        for extra in (per_client or {}).values():
+            check_payload(extra, "per-client payload", message_type)
         names = self.clients if to is None else [c for c in self.clients if c in set(to)]
         payloads = {n: payload if not per_client or n not in per_client
                     else {**payload, **per_client[n]} for n in names}
@@ -75,14 +119,14 @@ class Federation:
                 t.bytes_down += FLOAT * sum(floats(payloads[n]) for n in names)
             else:
                 t.bytes_down += FLOAT * len(names) * floats(payload)
-            t.bytes_up += FLOAT * sum(floats(replies[n]) for n in names)
+            t.bytes_up += sum(wire_bytes(replies[n]) for n in names)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("round %d: %s to %d clients%s", self.traffic.rounds, message_type,
                       len(names), "" if self.counted and counted else " (not counted)")
         out = {n: replies[n] for n in names}
         if own is not None:
             out["server"] = own
-        return out
+        return aggregate(message_type, out)
 
     # -- what a backend implements --------------------------------------------------
     def _exchange(self, seq, message_type, payloads):
@@ -94,6 +138,14 @@ class Federation:
         """``{name: runtime snapshot}`` of the parties whose state this backend holds
         (all of them in-process; only the server's own elsewhere)."""
         return {} if self.own is None else {"server": self.own.snapshot()}
+
+    def multipliers(self, record="kkt", seq=None):
+        """``{name: Multipliers}`` of the parties this backend runs, each one's record of
+        its last KKT share of the kind ``record`` (:data:`constrfl.parties.al.RECORDS`)
+        sent with message ``seq`` or before.  Not a message: a site's multipliers stay
+        at the site (it can report them to its user); elsewhere only the server's own
+        party is here, in-process every party."""
+        return {} if self.own is None else {"server": self.own.multipliers(record, seq)}
 
     def close(self):
         """Release the backend's resources (nothing for the in-process one)."""

@@ -19,16 +19,19 @@ class InProcessFederation(Federation):
 
     ``snapshots`` (from :meth:`snapshot`) restores the parties of a checkpoint;
     ``counted=False`` keeps no traffic (cProx-AL: the pooled problem, no federation);
-    ``control``: the solve's :class:`~constrfl.control.SolveControl`.
+    ``control``: the solve's :class:`~constrfl.control.SolveControl`; ``disclose``: the
+    parties let their disclosed fields through (``private=False``).
     """
 
-    def __init__(self, problem, snapshots=None, counted=True, control=None):
+    def __init__(self, problem, snapshots=None, counted=True, control=None, disclose=False):
         snapshots = snapshots or {}
         P = problem.regularizer
-        self.runtimes = {c.name: PartyRuntime(PartyContext(c, P), snapshots.get(c.name))
+        self.runtimes = {c.name: PartyRuntime(PartyContext(c, P), snapshots.get(c.name),
+                                              disclose)
                          for c in problem.clients}
         own = (None if problem.server.is_empty
-               else PartyRuntime(PartyContext(problem.server, P), snapshots.get("server")))
+               else PartyRuntime(PartyContext(problem.server, P), snapshots.get("server"),
+                                 disclose))
         super().__init__(list(self.runtimes), own, counted, control)
 
     def _exchange(self, seq, message_type, payloads):
@@ -44,4 +47,9 @@ class InProcessFederation(Federation):
     def snapshot(self):
         out = {n: r.snapshot() for n, r in self.runtimes.items()}
         out.update(super().snapshot())
+        return out
+
+    def multipliers(self, record="kkt", seq=None):
+        out = {n: r.multipliers(record, seq) for n, r in self.runtimes.items()}
+        out.update(super().multipliers(record, seq))
         return out

@@ -5,8 +5,11 @@ hence its data, the public regularizer and what the handlers derive from them fo
 solve), its state (a plain dict, see :mod:`constrfl.parties`) and the last (sequence
 number, reply).  It answers a repeated sequence number from that cache (so a retried or
 resent message is harmless), runs the handler(s) a message type names (:func:`dispatch`,
-reading the party side's dispatch table) and turns every exception of the handlers into
-an error value for the backend to send.
+reading the party side's dispatch table), checks the reply against the protocol's
+declarations (:func:`~constrfl.messages.check_reply`: no undeclared field, no disclosed
+one unless the site allows it) and encodes its *sum* fields for the exact sum
+(:func:`encode_reply`); every exception of the handlers becomes an error value for the
+backend to send.
 """
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ import numpy as np
 
 from .. import status as st
 from ..errors import PartyError
-from ..parties import HANDLERS, init_state, restore_state    # the party side's hook
-from ..messages import check_payload
+from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
+                       reported_multipliers, restore_state)
+from ..exactsum import encode
+from ..messages import SUM, check_reply, fields_of
 
-__all__ = ["PartyRuntime", "dispatch"]
+__all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
 
 def _handlers(message_type):
@@ -47,11 +52,21 @@ def dispatch(message_type, msg, state, ctx):
     return reply, state
 
 
-class PartyRuntime:
-    """``call(seq, message_type, payload) -> reply dict | PartyError``."""
+def encode_reply(message_type, reply):
+    """The reply as it leaves the site: each *sum* field encoded for the exact sum
+    (:func:`constrfl.exactsum.encode`: uint64 limbs), disclosed fields as they are."""
+    declared = fields_of(message_type).reply
+    return {k: encode(v) if declared[k] == SUM else v for k, v in reply.items()}
 
-    def __init__(self, ctx, snapshot=None):
-        self.ctx = ctx
+
+class PartyRuntime:
+    """``call(seq, message_type, payload) -> encoded reply dict | PartyError``.
+
+    ``disclose``: whether this site lets its own values of the *disclosed* fields reach
+    the server (``private=False``; default False: only sums leave it)."""
+
+    def __init__(self, ctx, snapshot=None, disclose=False):
+        self.ctx, self.disclose = ctx, disclose
         if snapshot is None:
             self.state, self.seq, self.reply = init_state(ctx.party), 0, None
         else:
@@ -64,7 +79,8 @@ class PartyRuntime:
         try:
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
-            check_payload(reply, f"reply to {message_type!r}")
+            check_reply(message_type, reply, self.disclose)
+            reply = encode_reply(message_type, reply)
         except PartyError as err:
             return err.named(self.ctx.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
@@ -72,8 +88,14 @@ class PartyRuntime:
                              f"{type(exc).__name__}: {exc}")
             err.__cause__ = exc
             return err.named(self.ctx.party.name)
-        self.state, self.seq, self.reply = state, seq, reply
+        self.state, self.seq, self.reply = keep_records(self.state, state, seq), seq, reply
         return reply
+
+    def multipliers(self, record="kkt", seq=None):
+        """The multipliers of the party's last KKT share of the kind ``record`` (sent
+        with message ``seq`` or before: :func:`~constrfl.parties.reported_multipliers`):
+        the site's own, never sent."""
+        return reported_multipliers(self.ctx.party, self.state, record, seq)
 
     def snapshot(self):
         """The runtime's data (state, last sequence number and reply), for checkpoints."""

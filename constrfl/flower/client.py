@@ -48,7 +48,8 @@ log = logging.getLogger("constrfl.flower")
 DEFAULT_STATE_DIR = Path.home() / ".cache" / "constrfl" / "flower"
 
 
-def client_app(build_client, *, regularizer=None, site_key="site", state_dir=None, mods=None):
+def client_app(build_client, *, regularizer=None, site_key="site", state_dir=None, mods=None,
+               disclose=False):
     """A Flower ``ClientApp`` serving every constrfl message for one site.
 
     Parameters
@@ -66,6 +67,10 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
         ``state-dir`` overrides it; default ``$CONSTRFL_STATE_DIR``, else
         ``~/.cache/constrfl/flower``.
     mods : Flower mods wrapped around every message (``ClientApp(mods=...)``).
+    disclose : let this site's own values of the protocol's *disclosed* fields reach
+        the server (the compact Hessians of ``inner="newton-basis"``, a solve with
+        ``private=False``); default False: the site sends only sums
+        (:data:`constrfl.messages.FIELDS`) and answers such a request with an error.
     """
     if not callable(build_client):
         raise TypeError(f"build_client must be callable, got {type(build_client).__name__}")
@@ -104,7 +109,7 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
             party_ctx, name = party_of(context)
             fields = codec.meta(msg.content)
             store = store_of(context, name)
-            runtime = _runtime(party_ctx, context, store, fields["solve"])
+            runtime = _runtime(party_ctx, context, store, fields["solve"], disclose)
             if runtime.seq not in (fields["prev"], fields["seq"]):
                 reply = PartyError(
                     st.CLIENT_ERROR, "state",
@@ -149,7 +154,7 @@ def _state_path(node_config, state_dir, name):
     return root / f"{name}.state"
 
 
-def _runtime(party_ctx, context, store, solve):
+def _runtime(party_ctx, context, store, solve, disclose):
     """The site's runtime for ``solve``: from ``context.state``, else from the site's
     file (a restarted SuperNode), else fresh."""
     snapshot, fields = codec.state_from_records(context.state)
@@ -160,7 +165,7 @@ def _runtime(party_ctx, context, store, solve):
         elif snapshot is not None:
             log.info("constrfl site %s: state of solve %s restored from %s (message %d)",
                      party_ctx.party.name, solve, store.path, snapshot["seq"])
-    return PartyRuntime(party_ctx, snapshot)
+    return PartyRuntime(party_ctx, snapshot, disclose)
 
 
 def _keep(context, runtime, solve, store):

@@ -83,6 +83,9 @@ def known_types():
 # (de)serialize every message.
 
 _SCALAR = {"bool": bool, "int": int, "str": str, "float": float}
+#: the arrays a payload, reply or state may hold: float64, and uint64 (a reply's sum
+#: fields, encoded for the exact sum: :mod:`constrfl.exactsum`)
+_DTYPES = {np.dtype(np.float64): "<f8", np.dtype(np.uint64): "<u8"}
 
 
 def _pack(parts, what, header=None):
@@ -91,15 +94,17 @@ def _pack(parts, what, header=None):
     entries, chunks = [], []
     for part, values in parts.items():
         for k, v in values.items():
-            if isinstance(v, np.ndarray) and v.dtype == np.float64:
-                entries.append([part, k, "array", list(v.shape)])
-                chunks.append(np.ascontiguousarray(v, dtype="<f8").tobytes())
+            if isinstance(v, np.ndarray) and v.dtype in _DTYPES:
+                kind = _DTYPES[v.dtype]
+                entries.append([part, k, "array" if kind == "<f8" else kind, list(v.shape)])
+                chunks.append(np.ascontiguousarray(v, dtype=kind).tobytes())
             elif isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic):
                 entries.append([part, k, type(v).__name__,
                                 repr(v) if isinstance(v, float) else v])
             else:
                 raise TypeError(f"{what}[{k!r}]: {type(v).__name__} is not plain data "
-                                "(float64 arrays and Python bool, int, float, str only)")
+                                "(float64 or uint64 arrays and Python bool, int, float, "
+                                "str only)")
     head = json.dumps({**(header or {}), "entries": entries}).encode()
     return b"".join([len(head).to_bytes(8, "little"), head, *chunks])
 
@@ -112,9 +117,10 @@ def _unpack(blob, at=0):
     at += 8 + n
     parts = {}
     for part, k, kind, v in header.pop("entries"):
-        if kind == "array":
+        if kind in ("array", "<u8"):
             count = int(np.prod(v))
-            value = np.frombuffer(blob, "<f8", count, at).reshape(v).astype(np.float64)
+            dtype = "<f8" if kind == "array" else kind
+            value = np.frombuffer(blob, dtype, count, at).reshape(v).astype(dtype[1:])
             at += 8 * count
         else:
             value = _SCALAR[kind](v)

@@ -70,10 +70,12 @@ class FlowerFederation(Federation):
     further error up to ``resend_after``."""
 
     def __init__(self, grid, view, snapshots=None, counted=True, *, control=None,
-                 client_timeout=300.0, resend_after=30.0, poll_interval=0.1):
+                 disclose=False, client_timeout=300.0, resend_after=30.0,
+                 poll_interval=0.1):
         snapshots = snapshots or {}
         own = (None if view.server.is_empty
-               else PartyRuntime(PartyContext(view.server, view.regularizer), snapshots.get("server")))
+               else PartyRuntime(PartyContext(view.server, view.regularizer),
+                                 snapshots.get("server"), disclose))
         super().__init__(view.client_names, own, counted, control)
         self.grid = grid
         self.client_timeout = positive(client_timeout, "client_timeout")
@@ -270,13 +272,14 @@ def run_server(grid, view, *args, output_dir=None, **kwargs):
                         f"got {type(view).__name__}")
     transport = {k: kwargs.pop(k) for k in TRANSPORT if k in kwargs}
 
-    def over_flower(method, snapshots, control):
+    def over_flower(method, snapshots, control, disclose):
         if method == "cproxal":
             raise ValueError("method 'cproxal' is the centralized twin (subproblems on the "
                              "pooled data, no federation); on Flower use method='fedproxal' "
                              "with inner='newton' (the same proximal Newton steps over the "
                              "federation) or inner='admm'")
-        return FlowerFederation(grid, view, snapshots, control=control, **transport)
+        return FlowerFederation(grid, view, snapshots, control=control, disclose=disclose,
+                                **transport)
 
     res = solve(view, *args, federation=over_flower, **kwargs)
     if output_dir is not None:

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import tempfile
+from pathlib import Path
 
+from ..parties import reported_multipliers
 from ..problem import Problem, ServerSide
+from ..settings import BASELINES
+from . import codec
 from .client import client_app
 from .grid import LocalGrid, task_identity
 from .server import server_app
@@ -48,7 +52,9 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
     config.  The other arguments are those of :func:`constrfl.solve` (``method``,
     ``tol``, ``w0``, ``seed``, ... and the options, with its defaults).  Returns the same
     :class:`~constrfl.result.SolveResult`: for the same arguments ``w``, the
-    multipliers, ``rounds`` and the bytes are those of ``cf.solve``, bit for bit.
+    multipliers, ``rounds`` and the bytes are those of ``cf.solve``, bit for bit.  (The
+    server's result holds only its own multipliers; each site keeps its own, and, as
+    each site would tell its user, ``simulate`` reads them from the sites' states.)
 
     backend : ``"inmemory"`` — a :class:`~.grid.LocalGrid` in this process (every
         message and reply through Flower's serialization; no Ray, no sockets) — or
@@ -72,13 +78,14 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
         raise ValueError("resume needs the sites' states: pass the state_dir (or grid) "
                          "of the simulation that produced the result")
     view = KnownServerSide(problem)
+    disclose = kwargs.get("private") is False     # the sites let newton-basis's forms out
     if resend_after is None:
         resend_after = client_timeout / 4
     with contextlib_tempdir(state_dir) as sdir:
         kwargs.update(client_timeout=client_timeout, resend_after=resend_after)
         if backend == "inmemory":
             if grid is None:
-                grid = local_grid(problem, sdir, faults=faults)
+                grid = local_grid(problem, sdir, faults=faults, disclose=disclose)
             elif faults is not None:
                 grid.faults = faults
             results = []
@@ -86,22 +93,38 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
                              poll_interval=poll_interval or 1e-3, **kwargs)
             with task_identity(grid.run.run_id):
                 app(grid, _server_context(grid.run.run_id))
-            return results[0]
+            return _with_site_multipliers(results[0], problem, sdir)
         if faults is not None or grid is not None:
             raise ValueError("faults and grid apply to backend='inmemory' only")
-        return _simulate_ray(problem, view, args, sdir,
-                             poll_interval=poll_interval or 5e-3, **kwargs)
+        return _with_site_multipliers(
+            _simulate_ray(problem, view, args, sdir, disclose,
+                          poll_interval=poll_interval or 5e-3, **kwargs), problem, sdir)
 
 
-def local_grid(problem, state_dir, faults=None):
+def _with_site_multipliers(res, problem, state_dir):
+    """``res`` with each site's multipliers as the site reports them to its user: those
+    of its last KKT share of the kind the result's point belongs to, read from its
+    state file (:mod:`.codec`)."""
+    solver = res.state["solver"]
+    record = "report" if res.method in BASELINES else solver.reported
+    for client in problem.clients:
+        snapshot, _ = codec.SiteStore(Path(state_dir) / f"{client.name}.state").load()
+        if snapshot is not None:
+            res.multipliers[client.name] = reported_multipliers(
+                client, snapshot["state"], record, solver.reported_seq)
+    return res
+
+
+def local_grid(problem, state_dir, faults=None, disclose=False):
     """The :class:`~.grid.LocalGrid` of ``problem``: one node per client, node config
     ``{"site": name}``, each running :func:`~.client.client_app` with its state in
-    ``state_dir``."""
+    ``state_dir`` (``disclose``: the sites allow ``private=False``)."""
     clients = {c.name: c for c in problem.clients}
 
     def make_app():
         return client_app(lambda ctx: clients[ctx.node_config["site"]],
-                          regularizer=problem.regularizer, state_dir=state_dir)
+                          regularizer=problem.regularizer, state_dir=state_dir,
+                          disclose=disclose)
     return LocalGrid([({"site": name}, make_app) for name in clients], faults=faults)
 
 
@@ -111,13 +134,14 @@ def _server_context(run_id):
                    run_config={})
 
 
-def _simulate_ray(problem, view, args, state_dir, **kwargs):
+def _simulate_ray(problem, view, args, state_dir, disclose, **kwargs):
     from flwr.simulation import run_simulation
     clients = problem.clients
     results = []
     sapp = server_app(view, *args, on_result=results.append, **kwargs)
     capp = client_app(lambda ctx: clients[int(ctx.node_config["partition-id"])],
-                      regularizer=problem.regularizer, state_dir=state_dir)
+                      regularizer=problem.regularizer, state_dir=state_dir,
+                      disclose=disclose)
     run_simulation(server_app=sapp, client_app=capp, num_supernodes=len(clients),
                    backend_name="ray",
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},

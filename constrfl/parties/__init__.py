@@ -61,6 +61,8 @@ numbers of docs/algorithms.md):
 """
 from . import admm, al, baselines, newton, scaling    # noqa: F401  (they register)
 from .registry import HANDLERS
+from .al import keep_records, reported_multipliers
 from .context import PartyContext, init_state, restore_state
 
-__all__ = ["HANDLERS", "PartyContext", "init_state", "restore_state"]
+__all__ = ["HANDLERS", "PartyContext", "init_state", "restore_state", "reported_multipliers",
+           "keep_records"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..messages import MessageType as M
-from ..kernels import max_abs_diff, metric_solve, metric_times
-from ..kkt import definition1
+from ..messages import MessageType as M, pack_upper
+from ..kernels import max_abs_diff, metric_times
+from ..kkt import definition1_sq
 from ..solvers.augmented import plus_gauss_newton, plus_quadratic
 from ..solvers.block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
                              SPECTRAL_WEIGHT, compiled_block, exact_block)
@@ -57,9 +57,11 @@ def _first_rho(state, party, phi):
 @handles(M.ADMM_START)
 def admm_start(msg, state, ctx):
     """Cold (the first subproblem): uᵢ = wᵏ, λᵢ = 0 and ρᵢ as given (or
-    :func:`_first_rho`); reply vᵢ = uᵢ, ρᵢ and an empty Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry
-    over from the last subproblem; with ``metric`` the block's penalty becomes
-    Rᵢ = ρᵢI + JᵢᵀJᵢ (:func:`_constraint_metric`); reply Jᵢ and vᵢ = uᵢ + Rᵢ⁻¹λᵢ."""
+    :func:`_first_rho`), no Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry over from the last
+    subproblem; with ``metric`` the block's penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ
+    (:func:`_constraint_metric`).  Reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ (vᵢ = uᵢ + Rᵢ⁻¹λᵢ) and,
+    where Jᵢ has rows, the upper triangle of JᵢᵀJᵢ (``metric``): the server's (18) needs
+    only their sums."""
     state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
                  local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
@@ -67,11 +69,19 @@ def admm_start(msg, state, ctx):
     J = (_constraint_metric(state, ctx.party) if msg["metric"] and not msg["cold"]
          else np.zeros((0, wk.size)))
     state["J"] = J
-    if not msg["cold"]:
-        return {"v": state["u"] + metric_solve(state["rho"], J, state["lam"]), "J": J}, state
-    rho = msg["rho"] if "rho" in msg else _first_rho(state, ctx.party, _phi(state, ctx.party))
-    state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
-    return {"v": wk, "rho": rho, "J": J}, state
+    if msg["cold"]:
+        rho = msg["rho"] if "rho" in msg else _first_rho(state, ctx.party, _phi(state, ctx.party))
+        state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
+    reply = {"rho": state["rho"], "Rv": _penalty_times_v(state["rho"], J, state["u"],
+                                                         state["lam"])}
+    if J.shape[0]:
+        reply["metric"] = pack_upper(J.T @ J)
+    return reply, state
+
+
+def _penalty_times_v(rho, J, u, lam):
+    """Rᵢvᵢ = Rᵢuᵢ + λᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, Rᵢ = ρᵢI + JᵢᵀJᵢ."""
+    return metric_times(rho, J, u) + lam
 
 
 def _constraint_metric(state, party):
@@ -119,19 +129,20 @@ def _spectral(state, w):
     return rho, {"w_ref": w, "lam_ref": state["lam"], "age": 1, "updates": updates}
 
 
-def _definition1(term, w):
-    """The party's Definition-1 residual at (w, μ⁺), μ⁺ the multipliers step 3 would give
-    it at w."""
+def _definition1_sq(term, w):
+    """The party's Definition-1 residual rows at (w, μ⁺), squared and summed, μ⁺ the
+    multipliers step 3 would give it at w."""
     c, h = term.constraint_values(w)
-    return definition1(c, h, term.step3(c, h)[0])
+    return definition1_sq(c, h, term.step3(c, h)[0])
 
 
 @handles(M.ADMM_STEP)
 def admm_step(msg, state, ctx):
     """(22) as the vector eᵢ with the penalty Rᵢ = ρᵢI + JᵢᵀJᵢ the server used for w;
     then the next ρᵢ, (19) to the relative tolerance and (20), both at the over-relaxed
-    ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ and the Definition-1 residual
-    κᵢ at (w, μ⁺).  The step runs compiled (:func:`_compiled_step`) where
+    ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ and ρᵢ with the next penalty (what
+    the server's next (18) sums), and κᵢ², the Definition-1 residual rows at (w, μ⁺)
+    squared and summed.  The step runs compiled (:func:`_compiled_step`) where
     :func:`~constrfl.solvers.block.compiled_block` says so and the kernel finishes, else
     function by function (:func:`_block_step`)."""
     party, w = ctx.party, msg["w"]
@@ -142,13 +153,14 @@ def admm_step(msg, state, ctx):
         tol = min(tol, max(LOCAL_FRACTION * rho * step, tol / 1000))
     out = (_compiled_step(state, party, w, rho, tol)
            if compiled_block(party, state["local_hessian"]) else None)
-    e, kappa, u, lam, v = out or _block_step(state, ctx, w, rho, tol)
-    reply = {"e": e, "v": v, "rho": rho, "kappa": kappa}
+    e, kappa_sq, u, lam = out or _block_step(state, ctx, w, rho, tol)
+    reply = {"e": e, "Rv": _penalty_times_v(rho, state["J"], u, lam), "rho": rho,
+             "definition1_sq": kappa_sq}
     return reply, dict(state, u=u, lam=lam, rho=rho, w_last=w, **changes)
 
 
 def _compiled_step(state, party, w, rho_next, tol):
-    """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step` in one compiled call
+    """``(eᵢ, κᵢ², uᵢ⁺, λᵢ⁺)`` of :func:`admm_step` in one compiled call
     (:func:`~constrfl.kernels.stacked_admm_step`), or None where the kernel hands back;
     for a party :func:`~constrfl.solvers.block.compiled_block` accepts."""
     return party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
@@ -157,13 +169,13 @@ def _compiled_step(state, party, w, rho_next, tol):
 
 
 def _block_step(state, ctx, w, rho_next, tol):
-    """``(eᵢ, κᵢ, uᵢ⁺, λᵢ⁺, vᵢ)`` of :func:`admm_step`, evaluated function by function."""
+    """``(eᵢ, κᵢ², uᵢ⁺, λᵢ⁺)`` of :func:`admm_step`, evaluated function by function."""
     party = ctx.party
     u, lam, rho, gamma, J = state["u"], state["lam"], state["rho"], state["gamma"], state["J"]
     term = _term(state, party)
     grad_w = term(w, 1)[1] + gamma * (w - state["wk"])   # ∇φᵢ(w)
     e = grad_w + lam - metric_times(rho, J, w - u)       # (22), with the server's Rᵢ
-    kappa = _definition1(term, w)                        # c(w), h(w) of the line above
+    kappa_sq = _definition1_sq(term, w)                  # c(w), h(w) of the line above
     rho = rho_next
     w_hat = RELAXATION * w + (1.0 - RELAXATION) * u     # ŵ
     if exact_block(party, state["local_hessian"]):
@@ -180,4 +192,4 @@ def _block_step(state, ctx, w, rho_next, tol):
             fun = plus_gauss_newton(fun, J, w_hat)
         u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"]).x
     lam = lam + metric_times(rho, J, u - w_hat)         # (20)
-    return e, kappa, u, lam, u + metric_solve(rho, J, lam)
+    return e, kappa_sq, u, lam

@@ -11,7 +11,8 @@ from ..scaling import row_scaling
 from ..solvers.augmented import AugmentedTerm
 from .registry import handles
 
-__all__ = ["term", "kkt_share", "al_begin", "al_update", "kkt_report"]
+__all__ = ["term", "kkt_share", "reported_multipliers", "RECORDS", "al_begin", "al_update",
+           "kkt_report"]
 
 
 def term(state, party):
@@ -19,13 +20,54 @@ def term(state, party):
     return AugmentedTerm(party, state["beta"], state["mu"], state["nu"])
 
 
-def kkt_share(party, w, mu, nu):
-    """The party's part of the KKT round: its multipliers, Lagrangian-gradient share,
-    residuals and objective value at w — in the user's units for a scaled party."""
+#: the kinds of KKT shares a party records the multipliers of (:func:`kkt_share`):
+#: an outer iteration's (``al.*``), one riding on a Newton evaluation, an observer's
+#: report (``kkt.report``: the baselines, the unboundedness probe)
+RECORDS = ("kkt", "ride", "report")
+
+
+def kkt_share(party, state, w, mu, nu, record="kkt"):
+    """The party's part of a KKT round at (w, μ, ν), in the user's units for a scaled
+    party: its share of the residuals (:func:`~constrfl.kkt.party_share`, sums only) and
+    ``multiplier_step_sq`` = ‖(μ, ν) − (μᵏ, νᵏ)‖₂² from its multipliers in ``state``;
+    and the state's record of the multipliers it reported (``<record>_mu``,
+    ``<record>_nu``, one of :data:`RECORDS`: what the site can tell its user, never
+    sent)."""
     user = getattr(party, "user", None)
+    old_mu, old_nu = state["mu"], state["nu"]
     if user is not None:
+        old_mu, old_nu = user.user_units(w, old_mu, old_nu)[1:]
         (w, mu, nu), party = user.user_units(w, mu, nu), user.party
-    return {"mu": mu, "nu": nu, **party_share(party, w, Multipliers(mu, nu))}
+    step = np.concatenate([mu - old_mu, nu - old_nu])
+    reply = dict(party_share(party, w, Multipliers(mu, nu)),
+                 multiplier_step_sq=float(step @ step))
+    return reply, {f"{record}_mu": mu, f"{record}_nu": nu}
+
+
+def reported_multipliers(party, state, record="kkt", seq=None):
+    """The multipliers of the party's last KKT share of the kind ``record`` — with
+    ``seq``, of the last one sent with a message numbered ``seq`` or before (the
+    transport keeps the one before the newest and their numbers:
+    :func:`keep_records`) — or zeros: what a site reports to its own user (and
+    ``cf.solve`` gathers in-process)."""
+    for prefix in (record, f"{record}_before"):
+        if f"{prefix}_mu" in state and (seq is None or state.get(f"{prefix}_seq", 0) <= seq):
+            return Multipliers(state[f"{prefix}_mu"], state[f"{prefix}_nu"])
+    return Multipliers(np.zeros(party.n_ineq), np.zeros(party.n_eq))
+
+
+def keep_records(old, new, seq):
+    """``new`` (a party's state after message ``seq``) with each KKT record it wrote
+    numbered ``seq`` and the record it replaced kept as ``<record>_before``: a round
+    that fails half-way leaves the answered parties' previous record at hand."""
+    out = new
+    for r in RECORDS:
+        if new.get(f"{r}_mu") is not None and new.get(f"{r}_mu") is not old.get(f"{r}_mu"):
+            out = dict(out, **{f"{r}_seq": seq})
+            if f"{r}_mu" in old:
+                out.update({f"{r}_before_{k}": old[f"{r}_{k}"] for k in ("mu", "nu")},
+                           **{f"{r}_before_seq": old.get(f"{r}_seq", 0)})
+    return out
 
 
 @handles(M.AL_BEGIN)
@@ -41,17 +83,19 @@ def al_begin(msg, state, ctx):
     elif "scale_rows" in msg and "scale_rows_ineq" not in state:
         state.update(row_scaling(ctx.party, msg["w"], msg["scale_rows"]))
     party = ctx.view(state).party
-    return kkt_share(party, msg["w"], state["mu"], state["nu"]), state
+    reply, reported = kkt_share(party, state, msg["w"], state["mu"], state["nu"])
+    reply.pop("multiplier_step_sq")
+    return reply, dict(state, **reported)
 
 
 @handles(M.AL_UPDATE)
 def al_update(msg, state, ctx):
-    """Step 3 of Algorithm 1 at w, then the KKT share at (w, μ⁺, ν⁺); the next
-    subproblem is centred at w with penalty ``beta``."""
+    """Step 3 of Algorithm 1 at w, then the KKT share at (w, μ⁺, ν⁺) with the step
+    ‖(μ⁺, ν⁺) − (μ, ν)‖₂²; the next subproblem is centred at w with penalty ``beta``."""
     w = msg["w"]
     mu, nu = term(state, ctx.party).new_multipliers(w)
-    return kkt_share(ctx.party, w, mu, nu), dict(state, mu=mu, nu=nu, beta=msg["beta"],
-                                                  wk=w)
+    reply, reported = kkt_share(ctx.party, state, w, mu, nu)
+    return reply, dict(state, mu=mu, nu=nu, beta=msg["beta"], wk=w, **reported)
 
 
 @handles(M.KKT_REPORT)
@@ -60,4 +104,6 @@ def kkt_report(msg, state, ctx):
     μ = γ[cᵢ(w)]₊, ν = γhᵢ(w) (γ = ``penalty_weight``)."""
     party, w, gamma = ctx.party, msg["w"], msg["penalty_weight"]
     mu, nu = gamma * np.maximum(party.c_value(w), 0.0), gamma * party.h_value(w)
-    return kkt_share(party, w, mu, nu), state
+    reply, reported = kkt_share(party, state, w, mu, nu, "report")
+    reply.pop("multiplier_step_sq")
+    return reply, dict(state, **reported)

@@ -58,11 +58,15 @@ def newton_eval(msg, state, ctx):
     """:func:`_evaluate` of the party's AL term; with ``kkt`` also its KKT share at
     (w, μ⁺, ν⁺), the multipliers step 3 would give at the first point w (what an
     ``al.update`` there would report, :func:`~.al.kkt_share`), so that the server can
-    end the solve at a KKT point without that round."""
+    end the solve at a KKT point without that round; the party records those as its
+    reported multipliers, its multipliers of the subproblem unchanged."""
     term = al_term(state, ctx.party)
     reply = _evaluate(term, msg, ctx)
     if msg.get("kkt"):
-        reply.update(kkt_share(ctx.party, msg["w"], *term.new_multipliers(msg["w"])))
+        share, reported = kkt_share(ctx.party, state, msg["w"],
+                                    *term.new_multipliers(msg["w"]), "ride")
+        reply.update(share)
+        state = dict(state, **reported)
     return reply, state
 
 
@@ -104,11 +108,13 @@ def _violation_term(party):
 @handles(M.FEAS_EVAL)
 def feas_eval(msg, state, ctx):
     """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
-    zero multipliers and β = 2); with ``report`` its largest violation and whether its
-    functions are convex."""
+    zero multipliers and β = 2); with ``report`` that violation (``violation_sq``), its
+    number of constraint rows, and 1 if its functions are not all convex (the server
+    sums each)."""
     party = ctx.party
     if msg.get("report"):
         c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
-        worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
-        return {"violation": worst, "convex": party.is_convex}, state
+        c = np.maximum(c, 0.0)
+        return {"violation_sq": float(c @ c + h @ h), "rows": party.n_ineq + party.n_eq,
+                "nonconvex": int(not party.is_convex)}, state
     return _evaluate(_violation_term(party), msg, ctx), state

@@ -6,23 +6,24 @@ answered in the server's process without traffic).  Their side is the ``admm.sta
 ``admm.step`` handlers of :mod:`constrfl.parties.admm`; the block step's tuning
 constants (named below), the acceptance test of its local Newton method and the choice
 between its generic and compiled implementations are in :mod:`.block`.  Per round the
-server broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block uploads its stationarity share
-eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, its next ρᵢ and κᵢ (2d + 2 floats).  Deviations from the paper, each
-measured (docs/algorithms.md §4):
+server broadcasts wᵗ⁺¹ and τ (d + 1 floats); each block's reply is summed (the server
+sees only Σᵢ): its stationarity share eᵢ, Rᵢvᵢ with vᵢ = uᵢ + Rᵢ⁻¹λᵢ, its next ρᵢ and κᵢ²
+(2d + 2 sums).  Deviations from the paper, each measured (docs/algorithms.md §4):
 
-* The server's w-step is always exact: the closed form of (18),
+* The server's w-step is always exact, and needs only sums: the closed form of (18),
 
       σ = Σᵢ ρᵢ + γ,  a = (Σᵢ ρᵢ vᵢ + γ wᵏ) / σ,  wᵗ⁺¹ = prox_{P/σ}(a),  γ = 1/((n+1)β),
 
-  or, with penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ (below), one linear solve (Woodbury over
-  the rows of the Jᵢ); ε₀,ₜ = 0 (the server's own functions are a block, not part of
-  this step).
+  or, with penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ (below), the linear system
+  (σI + ∇²P + Σᵢ JᵢᵀJᵢ) w = Σᵢ Rᵢvᵢ + γwᵏ, by the eigendecomposition of Σᵢ JᵢᵀJᵢ (fixed
+  within a subproblem: one per subproblem, whatever the ρᵢ); ε₀,ₜ = 0 (the server's own
+  functions are a block, not part of this step).
 * The stop test is ‖Σᵢ eᵢ‖∞ ≤ τ with eᵢ = ∇φᵢ(wᵗ⁺¹) + λᵢᵗ − Rᵢ(wᵗ⁺¹ − uᵢᵗ), the vector
   whose norm is (22)'s εᵢ.  Since wᵗ⁺¹ minimizes P + γ/2‖· − wᵏ‖² + Σᵢ ½‖· − vᵢ‖²_Rᵢ,
   Σᵢ eᵢ ∈ ∂Ψ_k(wᵗ⁺¹) whatever the Rᵢ, vᵢ are, as long as each eᵢ uses the Rᵢ and uᵢ,
   λᵢ the server's step used — which is why a block computes eᵢ before it changes ρᵢ.
   So this certifies (10) as (23) does, never looser than Σᵢ εᵢ, and only the sum is
-  needed (secure aggregation applies).
+  needed.
 * **Per-block penalties, scale-free.**  Each block adapts its own ρᵢ from what it
   measures about its own φᵢ: every ``SPECTRAL_EVERY`` rounds rᵢ = ‖Δλᵢ‖/‖Δw‖ (the
   curvature its dual sees along the server's motion: the spectral-radius approximation
@@ -36,8 +37,9 @@ measured (docs/algorithms.md §4):
   the gradients at wᵏ of its equalities and the inequalities it expects active: the
   Gauss-Newton curvature β∇c∇cᵀ of its AL term, far stiffer than the rest of φᵢ, which
   no scalar ρᵢ matches.  Fixed within a subproblem; none in the first (multipliers still
-  zero); only for P zero or a ridge, where (18) stays exact as one linear solve.  The
-  certificate holds with Rᵢ in place of ρᵢ.
+  zero); only for P zero or a ridge, where (18) stays exact as one linear solve, and up
+  to d = ``METRIC_MAX_DIM`` (each block with rows sends the d(d+1)/2 sums of JᵢᵀJᵢ once
+  a subproblem).  The certificate holds with Rᵢ in place of ρᵢ.
 * **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
   ŵ = α·wᵗ⁺¹ + (1 − α)·uᵢᵗ, α = ``RELAXATION``, instead of wᵗ⁺¹ (Boyd et al. 2011,
   §3.4.3).  The certificate is unchanged: it needs only that eᵢ uses the vᵢ the w-step
@@ -48,9 +50,10 @@ measured (docs/algorithms.md §4):
 * **Warm start.**  The first subproblem starts cold (λᵢ = 0, uᵢ = w⁰); later ones keep
   (uᵢ, λᵢ, ρᵢ) from the last; each block uploads its new Jᵢ and vᵢ = uᵢ + Rᵢ⁻¹λᵢ.
 * **Early stop.**  By the identity above dist∞(0, ∂ℓ(wᵗ⁺¹, μ⁺, ν⁺)) ≤ ‖Σᵢ eᵢ‖∞ +
-  ‖wᵗ⁺¹ − wᵏ‖∞/β for the multipliers of step 3 at wᵗ⁺¹, and κᵢ is block i's exact
-  Definition-1 residual there: once both meet (ε₁, ε₂) the subproblem stops, and the
-  outer loop's KKT round (recomputed by the parties) confirms it.
+  ‖wᵗ⁺¹ − wᵏ‖∞/β for the multipliers of step 3 at wᵗ⁺¹, and √(Σᵢ κᵢ²) is the exact
+  Definition-1 residual there (2-norm over every block's rows): once both meet (ε₁, ε₂)
+  the subproblem stops, and the outer loop's KKT round (recomputed by the parties)
+  confirms it.
 """
 from __future__ import annotations
 
@@ -59,12 +62,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import NonFiniteIterate
-from ..messages import MessageType as M
+from ..messages import MessageType as M, unpack_upper
 from ..prox import SquaredL2, Zero
 from ..records import saved_as
-from .local import woodbury_solve
 
-__all__ = ["ADMM", "ADMMState"]
+__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM"]
+
+#: the penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ up to this d (their sum is a d×d matrix, sent
+#: once a subproblem as d(d+1)/2 sums by each block with rows)
+METRIC_MAX_DIM = 1000
 
 
 @saved_as("admm-state")
@@ -75,14 +81,14 @@ class ADMMState:
     wk: np.ndarray          # centre of the subproblem
     tau: float              # its tolerance τ_k
     w: np.ndarray           # current wᵗ
-    v: np.ndarray           # (blocks, d): the uploads uᵢ + Rᵢ⁻¹λᵢ
-    rho: np.ndarray         # (blocks,): the blocks' ρᵢ
+    Rv: np.ndarray          # Σᵢ Rᵢvᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ (the blocks' uploads, summed)
+    rho: float              # Σᵢ ρᵢ
     iterations: int = 0     # rounds done in this subproblem
     certificate: float = np.inf
-    early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and maxᵢ κᵢ ≤ ε₂: the early stop
+    early: bool = False     # ‖Σᵢ eᵢ‖∞ + ‖w − wᵏ‖∞/β ≤ ε₁ and √(Σᵢ κᵢ²) ≤ ε₂: the early stop
     done: bool = False      # stopped (converged, early, or max_iter)
-    U: np.ndarray = None    # (rows, d): the blocks' Jᵢ of their penalties ρᵢI + JᵢᵀJᵢ,
-    owner: np.ndarray = None  # stacked; (rows,): the block of each row (a saved field)
+    metric: np.ndarray = None   # Σᵢ JᵢᵀJᵢ (upper triangle) of the penalties ρᵢI + JᵢᵀJᵢ,
+    #                             None when no block has rows
 
     @property
     def converged(self):
@@ -101,13 +107,15 @@ class ADMM:
     start_type = M.ADMM_START
 
     def __init__(self, names, rho, regularizer, eps, max_iter=10000, adaptive_rho=True,
-                 local_max_iter=100, local_solver="newton"):
+                 local_max_iter=100, local_solver="newton", dim=None):
         self.initial_rho = ({} if rho is None else
                             dict({n: float(r) for n, r in zip(names, rho)},
                                  server=float(np.mean(rho))))
         self.P, self.n, self.eps = regularizer, len(names), eps
         self.max_iter = max_iter
-        self.metric = isinstance(regularizer, (Zero, SquaredL2))   # (18) stays exact
+        self.metric = (isinstance(regularizer, (Zero, SquaredL2))    # (18) stays exact
+                       and (dim is None or dim <= METRIC_MAX_DIM))
+        self._eigen = None     # (metric, λ, Q): Σᵢ JᵢᵀJᵢ = Q diag(λ) Qᵀ, this subproblem
         self.local = {"local_max_iter": int(local_max_iter),
                       "local_hessian": local_solver == "newton",
                       "adaptive": bool(adaptive_rho)}
@@ -127,43 +135,43 @@ class ADMM:
         per_client["server"] = dict(per_client.get("server", {}), gamma=0.0)
         return payload, per_client
 
-    def begin(self, replies, wk, tau, beta, previous=None, eta=None):
-        """The subproblem's first state: each block's vᵢ and Jᵢ from its ``admm.start``
-        reply, ρᵢ from it (cold) or carried over from the ``previous`` subproblem.
-        Algorithm 2's Ψ_k has η = β (:class:`~constrfl.settings.ADMMSettings`)."""
+    def begin(self, sums, wk, tau, beta, previous=None, eta=None):
+        """The subproblem's first state from the sums of the blocks' ``admm.start``
+        replies: Σᵢ ρᵢ, Σᵢ Rᵢvᵢ and Σᵢ JᵢᵀJᵢ.  Algorithm 2's Ψ_k has η = β
+        (:class:`~constrfl.settings.ADMMSettings`)."""
         if eta not in (None, beta):
             raise ValueError(f"the ADMM's proximal term has eta = beta, got {eta!r}")
-        blocks = list(replies.values())
-        v = np.array([r["v"] for r in blocks])
-        rho = previous.rho if previous is not None else np.array([r["rho"] for r in blocks])
-        J = [r["J"] for r in blocks]
-        return ADMMState(wk=wk, tau=tau, w=wk, v=v, rho=rho, U=np.vstack(J),
-                         owner=np.repeat(np.arange(len(J)), [Ji.shape[0] for Ji in J]))
+        return ADMMState(wk=wk, tau=tau, w=wk, Rv=sums["Rv"], rho=sums["rho"],
+                         metric=sums.get("metric"))
 
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
-        Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when every Jᵢ is empty, else the linear system
-        (B + UᵀU)w = Σᵢ Rᵢvᵢ + γwᵏ, B = σI + ∇²P diagonal (P is zero or a ridge: the
-        metric is only asked for then) and U the stacked Jᵢ, by Woodbury when U has
-        fewer rows than d (O(rows·d) instead of a d×d factorization), refined once."""
-        sigma, U = s.rho.sum() + gamma, s.U
-        if not U.shape[0]:
-            return self.P.prox((s.rho @ s.v + gamma * s.wk) / sigma, 1.0 / sigma)
-        b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0) * np.ones(s.wk.size)
-        # Σᵢ JᵢᵀJᵢvᵢ = Uᵀ(row r of U · v of its block)
-        rhs = s.rho @ s.v + gamma * s.wk + U.T @ np.einsum("rd,rd->r", U, s.v[s.owner])
-        if U.shape[0] >= U.shape[1]:
-            system = U.T @ U + np.diag(b)
+        Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when no block has a metric, else the linear
+        system (bI + M)w = Σᵢ Rᵢvᵢ + γwᵏ, b = σ + ∇²P (P is zero or a ridge: the metric is
+        only asked for then) and M = Σᵢ JᵢᵀJᵢ, by M's eigendecomposition (one a
+        subproblem), refined once."""
+        sigma = s.rho + gamma
+        if s.metric is None:
+            return self.P.prox((s.Rv + gamma * s.wk) / sigma, 1.0 / sigma)
+        b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0)
+        M = unpack_upper(s.metric, s.wk.size)
+        if np.ndim(b):                     # a weighted ridge: bI + M has no shared basis
+            system = M + np.diag(b)
 
             def solve(r):
                 return np.linalg.solve(system, r)
         else:
+            if self._eigen is None or self._eigen[0] is not s.metric:
+                self._eigen = (s.metric, *np.linalg.eigh(M))
+            _, lam, Q = self._eigen
+
             def solve(r):
-                return woodbury_solve(lambda x: (x.T / b).T, U, r)
+                return Q @ ((Q.T @ r) / (lam + b))
+        rhs = s.Rv + gamma * s.wk
         w = solve(rhs)
-        # one step of iterative refinement: Woodbury cancels digits, and the certificate
-        # is exact only to the w-step's own residual
-        return w + solve(rhs - b * w - U.T @ (U @ w))
+        # one step of iterative refinement: the certificate is exact only to the
+        # w-step's own residual
+        return w + solve(rhs - b * w - M @ w)
 
     def run(self, fed, s, beta, kkt_met=None):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
@@ -175,16 +183,14 @@ class ADMM:
             w = self.w_step(s, gamma)                                      # (18)
             if not np.all(np.isfinite(w)):
                 raise NonFiniteIterate(f"non-finite ADMM iterate in round {s.iterations + 1}")
-            replies = list(fed.broadcast(M.ADMM_STEP, {"w": w, "tol": s.tau},
-                                         include_server=True).values())
-            cert = float(np.max(np.abs(sum(r["e"] for r in replies))))
+            sums = fed.broadcast(M.ADMM_STEP, {"w": w, "tol": s.tau}, include_server=True)
+            cert = float(np.max(np.abs(sums["e"])))
             if not np.isfinite(cert):
                 raise NonFiniteIterate(f"non-finite stationarity shares in round {s.iterations + 1}")
             s.certificate = cert
             s.early = (cert + float(np.max(np.abs(w - s.wk))) / beta <= eps1
-                       and max(r["kappa"] for r in replies) <= eps2)
-            s.v = np.array([r["v"] for r in replies])
-            s.rho = np.array([r["rho"] for r in replies])
+                       and np.sqrt(sums["definition1_sq"]) <= eps2)
+            s.Rv, s.rho = sums["Rv"], sums["rho"]
             s.w, s.iterations = w, s.iterations + 1
             s.done = s.converged
         s.done = True

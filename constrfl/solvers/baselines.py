@@ -15,7 +15,8 @@ proximal AL methods.
 3. each client i ∈ S runs K local steps of its family's update (the handlers
    ``sgd.train``, ``dual.train``, ``adam.train``) and uploads Δᵢ = (local end point) −
    (start point); FedCAda also uploads its mᵢ, vᵢ;
-4. the server averages the uploads, Δ = mean_{i∈S} Δᵢ (uniformly: F is a plain sum), adds
+4. the server averages the uploads from their sum, Δ = Σ_{i∈S} Δᵢ/|S| (uniformly: F is a
+   plain sum; it never sees a single Δᵢ), adds
    its own share (below) and applies its family's update (:class:`_Primal`,
    :class:`_Dual`, :class:`_CAda`; their state is explicit data, :class:`BaselineState`).
 
@@ -105,7 +106,7 @@ from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..messages import MessageType as M
 from ..kkt import measured_at
 from ..progress import IterationTable, status_text
-from ..records import KKT, Multipliers, saved_as
+from ..records import KKT, saved_as
 from ..result import SolveResult
 from ..settings import ADAPTIVE
 
@@ -126,6 +127,7 @@ class BaselineState:
     local_steps: int = 0       # over all sampled clients
     pending: dict | None = None  # the round in progress (:func:`_run`)
     scale: float = 1.0         # max(1, ‖w⁰‖∞), the scale of :func:`_divergence`
+    reported_seq: int = 0      # the message of the observer's report of the model
 
 
 def execute_baseline(problem, method, tol, settings, fed, *, w0, seed, resume, verbose,
@@ -168,10 +170,9 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0, seed, resume, v
         outcome.message = (f"ran rounds={cfg['rounds']} (the method has no stopping rule); "
                            f"KKT residuals of the original problem miss tol: "
                            f"{'; '.join(kkt.failures(*tol))}{note}")
-    res = SolveResult(w=w, objective=last["objective"], multipliers=last["multipliers"],
-                      kkt=kkt, outer_iterations=s.round, inner_iterations=s.local_steps,
-                      history=[{k: v for k, v in h.items() if k != "multipliers"}
-                               for h in s.history],
+    mults = dict(problem.zero_multipliers(), **fed.multipliers("report", s.reported_seq))
+    res = SolveResult(w=w, objective=last["objective"], multipliers=mults, kkt=kkt, outer_iterations=s.round, inner_iterations=s.local_steps,
+                      history=s.history,
                       **bookkeeping(problem, method, settings, tol, fed, s, outcome))
     report.close(res)
     return res
@@ -378,11 +379,10 @@ def _exchange(problem, family, s, cfg, seed, fed):
                "penalty_weight": cfg["penalty_weight"], "batch_size": cfg["batch_size"] or 0,
                "seed": seed, "steps": K, "lr": lr, "round": r}
     s.pending = {}
-    ups = list(fed.broadcast(family.message, payload,
-                             to=[fed.clients[i] for i in picked]).values())
+    sums = fed.broadcast(family.message, payload, to=[fed.clients[i] for i in picked])
     s.pending = None
     with np.errstate(all="ignore"):
-        avg = {key: np.mean([u[key] for u in ups], axis=0) for key in ups[0]}
+        avg = {key: total / m for key, total in sums.items()}
         if own is not None:                   # the server's own share, linearized at w
             avg["delta"] = avg["delta"] - lr * K / n * own
         server = family.update(s.server, avg, lr, K, r)
@@ -404,6 +404,7 @@ def _keep(problem, family, s, cfg, fed, report, callback):
     w = family.model(server)
     if cfg["observe"]:
         rec = {**rec, **_observe(problem, fed, w, cfg["penalty_weight"])}
+        s.reported_seq = fed.seq
     s.server, s.round, s.pending = server, rec["round"], None
     s.local_steps += rec["clients"] * cfg["K"]
     s.history.append(rec)
@@ -455,26 +456,25 @@ def _final_record(problem, fed, s, w, weight):
     last = s.history[-1] if s.history else {}
     if "stationarity" in last:
         return last, None
-    unobserved = dict(_UNOBSERVED, multipliers=problem.zero_multipliers())
+    unobserved = dict(_UNOBSERVED)
     if s.pending is not None:
         return unobserved, None
     try:
-        return _observe(problem, fed, w, weight), None
+        out = _observe(problem, fed, w, weight)
+        s.reported_seq = fed.seq
+        return out, None
     except SolveStop as stop:
         return unobserved, stop
 
 
 def _observe(problem, fed, w, weight):
-    """The observer's record at the model: objective of (5), KKT residuals of §2 (with
-    the penalty multipliers) and those multipliers, from a ``kkt.report`` round that
-    is not counted."""
-    replies = fed.broadcast(M.KKT_REPORT, {"w": w, "penalty_weight": weight},
-                            include_server=True, counted=False)
-    kkt, objective = measured_at(problem, w, replies)
-    mults = problem.zero_multipliers()
-    mults.update({o: Multipliers(r["mu"], r["nu"]) for o, r in replies.items()})
-    return dict(objective=objective, **{key: getattr(kkt, key) for key in KKT.RECORDED},
-                multipliers=mults)
+    """The observer's record at the model: objective of (5) and KKT residuals of §2
+    (with the penalty multipliers, which each party records), from a ``kkt.report``
+    round that is not counted."""
+    sums = fed.broadcast(M.KKT_REPORT, {"w": w, "penalty_weight": weight},
+                         include_server=True, counted=False)
+    kkt, objective = measured_at(problem, w, sums)
+    return dict(objective=objective, **{key: getattr(kkt, key) for key in KKT.RECORDED})
 
 
 class _Report(IterationTable):

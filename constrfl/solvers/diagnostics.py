@@ -106,18 +106,18 @@ def violation_check(problem, fed, s, eps, inner="newton"):
     newton = Newton(dom, s.w.size, max_iter=MAX_STEPS, message_type=M.FEAS_EVAL,
                     cg=smooth and inner == "newton-cg",
                     basis=smooth and inner == "newton-basis")
-    replies = fed.broadcast(M.FEAS_EVAL, {"w": s.w, **newton.start_message(0, np.inf)[0]},
-                            include_server=True)
-    sub = newton.begin(replies, s.w, STATIONARY, np.inf)
+    sums = fed.broadcast(M.FEAS_EVAL, {"w": s.w, **newton.start_message(0, np.inf)[0]},
+                         include_server=True)
+    sub = newton.begin(sums, s.w, STATIONARY, np.inf)
     w, _ = newton.run(fed, sub, np.inf)
-    replies = fed.broadcast(M.FEAS_EVAL, {"w": w, "order": 0, "report": True},
-                            include_server=True)
-    worst = max(r["violation"] for r in replies.values())
-    convex = all(r["convex"] for r in replies.values())
-    rows = sum(np.size(m.ineq) + np.size(m.eq) for m in s.multipliers.values())
+    sums = fed.broadcast(M.FEAS_EVAL, {"w": w, "order": 0, "report": True},
+                         include_server=True)
+    worst = float(np.sqrt(sums["violation_sq"]))
+    convex = sums["nonconvex"] == 0
+    rows = int(sums["rows"])
     needed = rows * (10 * eps2) ** 2            # √(L/m) > 10ε₂  ⟺  L > m(10ε₂)²
     s.last_check = s.k
-    best = (f"{sub.f:.3e} (V at the best point found: largest violation {worst:.3e}, "
+    best = (f"{sub.f:.3e} (V at the best point found: violation {worst:.3e}, "
             f"stationarity {sub.r:.1e}, {sub.iterations} Newton steps)")
     if not convex:
         note = f"≤ {best}; no bound: the constraints are not all convex"
@@ -264,9 +264,9 @@ def _evaluate(fed, points):
     """V and ∇V at each point (one ``feas.eval`` round each)."""
     values, grads = [], []
     for p in points:
-        replies = fed.broadcast(M.FEAS_EVAL, {"w": p, "order": 1}, include_server=True)
-        values.append(sum(r["values"][0] for r in replies.values()))
-        grads.append(sum(r["grad"] for r in replies.values()))
+        sums = fed.broadcast(M.FEAS_EVAL, {"w": p, "order": 1}, include_server=True)
+        values.append(sums["values"][0])
+        grads.append(sums["grad"])
     values, grads = np.array(values), np.array(grads)
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(grads))):
         raise PartyError("a probe's value or gradient is not finite")
@@ -368,9 +368,9 @@ def ray_probe(problem, fed, w_prev, w, objective, eps2):
     values = [objective]
     for t in (T, 2 * T):
         p = w + t * d
-        replies = fed.broadcast(M.KKT_REPORT, {"w": p, "penalty_weight": 0.0},
-                                include_server=True)
-        kkt, F = measured_at(problem, p, replies)
+        sums = fed.broadcast(M.KKT_REPORT, {"w": p, "penalty_weight": 0.0},
+                             include_server=True)
+        kkt, F = measured_at(problem, p, sums)
         if not (np.isfinite(F) and kkt.feasibility <= eps2):
             return None
         values.append(F)

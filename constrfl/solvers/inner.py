@@ -24,8 +24,8 @@ class InnerState(Protocol):
 @runtime_checkable
 class InnerSolver(Protocol):
     """An inner solver; the outer loop sends its first message of subproblem k riding on
-    the multiplier round (``start_type``, ``start_message``), then hands it the replies
-    (``begin``) and runs it (``run``)."""
+    the multiplier round (``start_type``, ``start_message``), then hands it the round's
+    sums (``begin``: a :class:`~constrfl.federation.Sums`) and runs it (``run``)."""
 
     start_type: str
 
@@ -34,9 +34,9 @@ class InnerSolver(Protocol):
         """``(payload, per_client)`` of subproblem k's first message (``previous``: the
         last subproblem's state, for a warm start)."""
 
-    def begin(self, replies: dict, wk: np.ndarray, tau: float, beta: float,
+    def begin(self, sums: dict, wk: np.ndarray, tau: float, beta: float,
               previous: InnerState | None = None, eta: float | None = None) -> InnerState:
-        """Subproblem k's first state, centred at wᵏ, from the first message's replies:
+        """Subproblem k's first state, centred at wᵏ, from the first message's sums:
         Ψ_k with penalty β and proximal term ‖· − wᵏ‖²/(2η) (None: η = β)."""
 
     def run(self, fed, s: InnerState, beta: float, kkt_met=None) -> tuple[np.ndarray, bool]:
@@ -44,4 +44,4 @@ class InnerSolver(Protocol):
         updated after every completed round (so a solve stopped anywhere resumes).
         Returns ``(w, converged)``.  A solver whose rounds can carry the parties' KKT
         shares at a point x (those of ``al.update`` at x) asks for them and stops early
-        at the first x where ``kkt_met(x, replies)`` is True (the solve ends there)."""
+        at the first x where ``kkt_met(x, sums)`` is True (the solve ends there)."""

@@ -4,8 +4,8 @@
 Ψ_k = ψ + P with ψ = Σᵢ ALᵢ + 1/(2η)‖· − wᵏ‖² (a ridge P = λ/2‖·‖² is folded into ψ;
 η = β in the paper, larger once β is at its cap: :func:`.proxal.next_penalties`).
 The parties answer ``newton.eval``: their ALᵢ at trial points, and at the first point
-its gradient and Hessian (upper triangle); the server sums them and adds the quadratic
-terms.  One round evaluates a whole batch of step lengths t = 1, ½, ¼, …, 2⁻⁷ along the
+its gradient and Hessian (upper triangle); the server receives only their sums
+(:class:`~constrfl.federation.Sums`) and adds the quadratic terms.  One round evaluates a whole batch of step lengths t = 1, ½, ¼, …, 2⁻⁷ along the
 step x → z (Newton point, or proximal Newton point argmin gᵀ(z−x) + ½(z−x)ᵀH(z−x) + P(z)),
 with gradient and Hessian at t = 1, so a Newton step whose full step is accepted costs one
 round; an accepted shorter step costs one more (for its gradient and Hessian).
@@ -134,21 +134,21 @@ class Newton:
     def start_message(self, k, beta, previous=None):
         return {"order": self.order, **self.flags}, None
 
-    def begin(self, replies, wk, tau, beta, previous=None, eta=None):
+    def begin(self, sums, wk, tau, beta, previous=None, eta=None):
         s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta)
         if self.model is not None:
             s.bases = {} if previous is None else previous.bases
-        self._take(s, replies, wk, hessian=self.order == 2)
+        self._take(s, sums, wk, hessian=self.order == 2)
         return s
 
     # -- aggregation ----------------------------------------------------------------
-    def _psi_values(self, replies, points, s):
+    def _psi_values(self, sums, points, s):
         """ψ at each point: Σᵢ ALᵢ + 1/(2η)‖x − wᵏ‖² + λ/2‖x‖²."""
         out = []
         for j, x in enumerate(points):
             d = x - s.wk
-            out.append(sum(r["values"][j] for r in replies)
-                       + 0.5 / s.eta * float(d @ d) + self._ridge_value(x))
+            out.append(float(sums["values"][j]) + 0.5 / s.eta * float(d @ d)
+                       + self._ridge_value(x))
         return out
 
     def _ridge_value(self, x):
@@ -156,32 +156,30 @@ class Newton:
             return 0.5 * float(x @ (self.ridge * x))
         return 0.5 * self.ridge * float(x @ x)
 
-    def _take(self, s, replies, x, f=None, hessian=True):
-        """Move to x with the replies' value, gradient and (if they carry one) Hessian
-        there; without Hessians from every party, the BFGS model."""
-        named = replies
-        replies = list(replies.values())
-        g = sum(r["grad"] for r in replies) + (x - s.wk) / s.eta + self.ridge * x
+    def _take(self, s, sums, x, f=None, hessian=True):
+        """Move to x with the sums' value, gradient and (if every party sent one)
+        Hessian there; without Hessians from every party, the BFGS model."""
+        g = sums["grad"] + (x - s.wk) / s.eta + self.ridge * x
         if not np.all(np.isfinite(g)):
             raise NonFiniteIterate("non-finite gradient of the subproblem")
         cores = models = None
-        compact = {n: r for n, r in named.items() if "core" in r or "gram" in r}
-        if compact and all("hess" in r or "core" in r or "gram" in r for r in replies):
-            dense = [r["hess"] for r in replies if "hess" in r]
-            H = unpack_upper(sum(dense), x.size) if dense else None
-            cores = {n: (unpack_upper(r["core"], _side(r["core"].size)) if "core" in r
-                         else {"gram": r["gram"], "lowrank": r["lowrank"]})
-                     for n, r in compact.items()}
-            models = {n: r["models"] for n, r in compact.items() if "models" in r} or None
-        elif all("hess" in r for r in replies):
-            H = unpack_upper(sum(r["hess"] for r in replies), x.size)
+        shown = sums.disclosed
+        compact = {**shown.get("core", {}), **{n: {"gram": v, "lowrank": shown["lowrank"][n]}
+                                                for n, v in shown.get("gram", {}).items()}}
+        if compact and sums.counts.get("hess", 0) + len(compact) == sums.parties:
+            H = unpack_upper(sums["hess"], x.size) if "hess" in sums else None
+            cores = {n: (unpack_upper(C, _side(C.size)) if isinstance(C, np.ndarray) else C)
+                     for n, C in compact.items()}
+            models = shown.get("models") or None
+        elif sums.complete("hess"):
+            H = unpack_upper(sums["hess"], x.size)
             H.flat[::x.size + 1] += 1.0 / s.eta + self.ridge
         elif hessian or s.quasi:                # asked for, but some party has none
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
         s.x, s.g, s.H, s.cores, s.models = x, g, H, cores, models
-        s.f = self._psi_values(replies, [x], s)[0] if f is None else f
+        s.f = self._psi_values(sums, [x], s)[0] if f is None else f
         s.r = self.P.dist(x, g)
         F = s.f + self.P.value(x)
         if s.r <= 0.5 * s.mark[1] or F < s.mark[0] - 1e-10 * (1.0 + abs(s.mark[0])):
@@ -210,7 +208,7 @@ class Newton:
         Returns ``(x, converged)``.  The stop test is (10) with τ_k raised to
         σ‖x − wᵏ‖∞/η when that is larger (:func:`relative_tolerance`); ``s.tau`` then
         records the τ_k it met.  ``beta`` is η for a state saved without one (then
-        η = β, the paper's Ψ_k).  With ``kkt_met(x, replies)``, the evaluations also
+        η = β, the paper's Ψ_k).  With ``kkt_met(x, sums)``, the evaluations also
         ask for the parties' KKT shares at (x, μ⁺(x), ν⁺(x)) (``kkt``), and the
         subproblem ends at the first evaluated x where it returns True."""
         P = self.P
@@ -224,11 +222,11 @@ class Newton:
                                     or s.since >= STALL_STEPS):
                 return s.x, s.r <= s.tau
             if s.g is None or (s.H is None and s.cores is None and not self.cg):
-                replies = fed.broadcast(self.start_type,             # evaluate at x
-                                        {"w": s.x, "order": self.order, **self.flags,
-                                         **ask}, include_server=True)
-                self._take(s, replies, s.x, hessian=self.order == 2)
-                if ask and kkt_met(s.x, replies):
+                sums = fed.broadcast(self.start_type,                # evaluate at x
+                                     {"w": s.x, "order": self.order, **self.flags, **ask},
+                                     include_server=True)
+                self._take(s, sums, s.x, hessian=self.order == 2)
+                if ask and kkt_met(s.x, sums):
                     return s.x, s.r <= s.tau
                 continue
             if s.cores is not None and self._fetch_bases(fed, s):
@@ -243,11 +241,10 @@ class Newton:
                    **ask}
             if batch > 1:
                 msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
-            named = fed.broadcast(self.start_type, msg, include_server=True)
-            replies = list(named.values())
+            sums = fed.broadcast(self.start_type, msg, include_server=True)
             points = trial_points(msg)
-            values = self._psi_values(replies, points, s)
-            j = self._first_accepted(replies, points, values, s.f + P.value(x), s.slope,
+            values = self._psi_values(sums, points, s)
+            j = self._first_accepted(sums, points, values, s.f + P.value(x), s.slope,
                                      s.t, s)
             if j is None:
                 s.t = _next_length(s.t * 0.5 ** (batch - 1), values[-1] + P.value(points[-1])
@@ -257,8 +254,8 @@ class Newton:
             s.z = None
             s.iterations += 1
             if j == 0:
-                self._take(s, named, w, values[0], hessian=msg["order"] == 2)
-                if ask and kkt_met(w, named):
+                self._take(s, sums, w, values[0], hessian=msg["order"] == 2)
+                if ask and kkt_met(w, sums):
                     return w, s.r <= s.tau
             else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H, s.cores, s.models = (points[j], values[j], None, None,
@@ -303,9 +300,9 @@ class Newton:
         gnorm = float(np.sqrt(g @ g))
         tol = min(0.5, np.sqrt(gnorm)) * gnorm
         while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
-            replies = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
-                                    include_server=True)
-            Ap = sum(r["hv"] for r in replies.values()) + (1.0 / s.eta + self.ridge) * c["p"]
+            sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
+                                 include_server=True)
+            Ap = sums["hv"] + (1.0 / s.eta + self.ridge) * c["p"]
             pAp = float(c["p"] @ Ap)
             if not pAp > 0:                  # no curvature along p: stop with what we have
                 break
@@ -327,27 +324,28 @@ class Newton:
         if not short:
             return False
         start = min(short)
-        replies = fed.broadcast(M.NEWTON_BASIS, {"start": start, "count": BASIS_COLUMNS},
-                                include_server=True)
+        shown = fed.broadcast(M.NEWTON_BASIS, {"start": start, "count": BASIS_COLUMNS},
+                              include_server=True).disclosed
         bases = dict(s.bases)
-        for n, r in replies.items():
+        for n, basis in shown.get("basis", {}).items():
             if n not in s.cores or have[n] != start:
                 continue
-            if isinstance(s.cores[n], dict) and r.get("pattern", np.zeros(0)).size:
-                bases[n] = r["pattern"]
-            elif r["basis"].size:
-                rows = r["basis"].reshape(-1, s.x.size)
+            pattern = shown.get("pattern", {}).get(n, np.zeros(0))
+            if isinstance(s.cores[n], dict) and pattern.size:
+                bases[n] = pattern
+            elif basis.size:
+                rows = basis.reshape(-1, s.x.size)
                 bases[n] = rows if n not in bases else np.vstack([bases[n], rows])
         s.bases = bases
         return True
 
-    def _first_accepted(self, replies, points, values, F, slope, t, s):
+    def _first_accepted(self, sums, points, values, F, slope, t, s):
         """Index of the first accepted trial point (None if none is)."""
         P = self.P
         for j, (x, val) in enumerate(zip(points, values)):
             r_new = None
             if j == 0:
-                g = sum(r["grad"] for r in replies) + (x - s.wk) / s.eta + self.ridge * x
+                g = sums["grad"] + (x - s.wk) / s.eta + self.ridge * x
                 r_new = P.dist(x, g) if np.all(np.isfinite(g)) else None
             if accept_step(val + P.value(x), F, slope, t * 0.5 ** j, r_new, s.r):
                 return j

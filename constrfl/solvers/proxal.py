@@ -54,7 +54,6 @@ class OuterState:
     k: int                     # outer iterations completed
     w: np.ndarray              # wᵏ
     beta: float
-    multipliers: dict          # {party: Multipliers}: the last ones each party reported
     history: list = field(default_factory=list)
     inner_iterations: int = 0  # over all subproblems
     inner: object = None       # the running subproblem's state (None: not started)
@@ -64,6 +63,9 @@ class OuterState:
     start: dict = None         # KKT residuals and objective at w⁰ (the first al.begin)
     eta: float = None          # η of the proximal term ‖w − wᵏ‖²/(2η) (None: not set
     #                            yet, or a state saved before η: η = β)
+    reported: str = "kkt"      # the KKT share whose multipliers belong to w (the parties'
+    #                            record: "kkt", or "ride" when it ended on an evaluation)
+    reported_seq: int = 0      # and the message it came with
 
 
 def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
@@ -90,22 +92,17 @@ def _start(fed, inner, k, w, beta, eta, tau, update, previous=None, extra=None):
     subproblem's state)."""
     payload, per_client = inner.start_message(k, beta, previous)
     kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
-    replies = fed.broadcast(kind, {"w": w, "beta": beta, **(extra or {}), **payload},
-                            per_client=per_client, include_server=True)
-    return replies, inner.begin(replies, w, tau, beta, previous, eta=eta)
+    sums = fed.broadcast(kind, {"w": w, "beta": beta, **(extra or {}), **payload},
+                         per_client=per_client, include_server=True)
+    return sums, inner.begin(sums, w, tau, beta, previous, eta=eta)
 
 
-def _kkt_round(problem, w, replies, previous):
-    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`), the parties'
-    multipliers and
-    the largest multiplier change (for rule (11))."""
-    mults = {name: Multipliers(r["mu"], r["nu"]) for name, r in replies.items()}
-    zero = Multipliers(0.0, 0.0)             # before the first report: μ⁰ = 0, ν⁰ = 0
-    step = max((float(np.max(np.abs(np.concatenate([m.ineq - previous.get(n, zero).ineq,
-                                                     m.eq - previous.get(n, zero).eq])),
-                             initial=0.0)) for n, m in mults.items()), default=0.0)
-    kkt, objective = measured_at(problem, w, replies)
-    return kkt, mults, step, objective
+def _kkt_round(problem, w, sums):
+    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`) and the
+    multiplier step ‖(μᵏ⁺¹, νᵏ⁺¹) − (μᵏ, νᵏ)‖₂ over every party (for rule (11)) from a
+    round's sums."""
+    kkt, objective = measured_at(problem, w, sums)
+    return kkt, float(np.sqrt(sums["multiplier_step_sq"])), objective
 
 
 def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, callback):
@@ -127,24 +124,27 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
     if s.eta is None:
         s.eta = first_eta(problem.regularizer, problem.dim, s.beta, beta_max,
                           settings.eta_max)
-    met = {}            # the replies of an evaluation round at a KKT point (then it ends)
+    met, met_seq = [], []   # the sums of an evaluation round at a KKT point (then it
+    #                         ends), and its message
 
-    def kkt_met(x, replies):
+    def kkt_met(x, sums):
         """Ends the solve at x, with no multiplier round, when the KKT shares the round
         brought (at μ⁺(x), ν⁺(x)) meet tol."""
-        if measured_at(problem, x, replies)[0].meets(eps1, eps2, settings.eps_rel):
-            met.update(replies)
+        if measured_at(problem, x, sums)[0].meets(eps1, eps2, settings.eps_rel):
+            met.append(sums)
+            met_seq.append(fed.seq)
         return bool(met)
 
     while s.k < max_outer:
-        k, w_prev, mults_prev = s.k, s.w, s.multipliers
+        k, w_prev = s.k, s.w
         if s.inner is None:
-            replies, s.inner = _start(fed, inner, k, w_prev, s.beta, s.eta,
+            sums, s.inner = _start(fed, inner, k, w_prev, s.beta, s.eta,
                                       tau_schedule(k, s_bar, tau_decay, eps1, tau_rel,
                                                    s.history),
                                       update=False, extra=problem.begin_payload())
             if s.start is None and not s.history:
-                kkt, objective = measured_at(problem, w_prev, replies)
+                s.reported_seq = fed.seq
+                kkt, objective = measured_at(problem, w_prev, sums)
                 s.start = dict(_recorded(kkt), objective=objective)
         near = bool(s.history) and _residual_ratio(s.history[-1], eps) <= KKT_RIDE_RATIO
         w_new, converged = inner.run(fed, s.inner, s.beta, kkt_met if near else None)
@@ -156,11 +156,13 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
                                                        settings.eta_max, eps)
         # τ_{k+1} depends on this round's KKT residuals (tau_rel): set once they are in
-        replies, following = (met, None) if met else _start(
+        mults_prev = callback and fed.multipliers("kkt", s.reported_seq)
+        sums, following = (met[0], None) if met else _start(
             fed, inner, k + 1, w_new, following_beta, following_eta, np.nan, update=True,
             previous=s.inner)
-        kkt, mults, mstep, objective = _kkt_round(problem, w_new, replies, mults_prev)
-        s.w, s.k, s.multipliers, s.inner = w_new, k + 1, mults, following
+        kkt, mstep, objective = _kkt_round(problem, w_new, sums)
+        s.w, s.k, s.inner = w_new, k + 1, following
+        s.reported, s.reported_seq = ("ride", met_seq[0]) if met else ("kkt", fed.seq)
         s.beta, s.eta = following_beta, following_eta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
@@ -187,7 +189,8 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         try:
             stop = callback is not None and callback(dict(
                 rec, w=problem.user_point(w_new), w_prev=problem.user_point(w_prev),
-                multipliers_prev=mults_prev, multipliers=s.multipliers))
+                multipliers_prev=mults_prev,
+                multipliers=fed.multipliers(s.reported, s.reported_seq)))
         except SolveStop as failed:             # the callback raised: kept as res.error
             if solved:                          # w is still the answer
                 raise SolveStop(f"{optimal}; then {failed}", st.OPTIMAL) from failed.__cause__
