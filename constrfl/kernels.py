@@ -623,6 +623,27 @@ def max_abs_diff(a, b):
 
 
 @numba.njit(cache=True)
+def definition1(c, h, mu, atol):
+    """max over the rows of |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and |hⱼ|;
+    inf if some μⱼ < −atol, NaN if a value is NaN."""
+    out = 0.0
+    for j in range(c.shape[0]):
+        if mu[j] < -atol:
+            return np.inf
+    for j in range(c.shape[0]):
+        r = abs(c[j]) if mu[j] > atol else max(c[j], 0.0)
+        if math.isnan(r):
+            return np.nan
+        out = max(out, r)
+    for j in range(h.shape[0]):
+        r = abs(h[j])
+        if math.isnan(r):
+            return np.nan
+        out = max(out, r)
+    return out
+
+
+@numba.njit(cache=True)
 def definition1_sq(c, h, mu, atol):
     """Σ over the rows of rⱼ², rⱼ = |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and
     |hⱼ| (Definition 1's residual in the 2-norm, squared); inf if some μⱼ < −atol, NaN if

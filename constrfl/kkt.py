@@ -16,10 +16,11 @@ from scipy.optimize import linprog, lsq_linear
 
 from . import kernels
 from .exactsum import decode, encode, exact_sum
+from .maxima import largest, least_largest, sketch
 from .result import KKT, Multipliers
 
 __all__ = ["kkt", "as_multipliers", "estimate_multipliers", "EstimatedKKT", "party_share",
-           "combine", "measured_at", "share_sums", "definition1_sq"]
+           "combine", "measured_at", "share_sums", "definition1", "definition1_sq"]
 
 # HiGHS tolerances for the multiplier LPs (its defaults, 1e-7, would show in the
 # residuals; the residuals themselves are recomputed exactly at the LP's answer).
@@ -83,10 +84,11 @@ def as_multipliers(problem, multipliers=None):
 
 def party_share(party, w, mult, atol=0.0):
     """One party's share of the KKT residuals at ``(w, μ, ν)`` (what it sends in a KKT
-    round), all of them sums over the parties: its Lagrangian gradient ``∇fᵢ + ∇cᵢμᵢ +
-    ∇hᵢνᵢ`` and objective gradient ``∇fᵢ``, its objective value fᵢ(w), and over its
-    constraint rows the sums of squares of the feasibility, complementarity and
-    Definition-1 residuals and of the two terms of the scale S₂ (:class:`~constrfl.records.KKT`)."""
+    round), all of them summed over the parties: its Lagrangian gradient ``∇fᵢ + ∇cᵢμᵢ +
+    ∇hᵢνᵢ`` and objective gradient ``∇fᵢ``, its objective value fᵢ(w), and the
+    :func:`~constrfl.maxima.sketch` of the largest feasibility, complementarity and
+    Definition-1 residual of its constraint rows and of the two terms of the scale S₂
+    (:class:`~constrfl.records.KKT`)."""
     f, f_grad = party.f_value_grad(w)
     (c, Jc), h = party.c_value_jac(w), party.h_value(w)
     Jh = party.h_jac(w) if h.size else np.zeros((0, w.size))
@@ -96,27 +98,30 @@ def party_share(party, w, mult, atol=0.0):
     return {"lagrangian_grad": f_grad + Jc.T @ mu + Jh.T @ nu,
             "objective_grad": f_grad,
             "objective": float(f),
-            "feasibility_sq": _squares(np.maximum(c, 0.0)) + _squares(h),
-            "complementarity_sq": _squares(np.minimum(mu, -c)),
-            "definition1_sq": definition1_sq(c, h, mu, atol),
-            "linear_sq": _squares(linear), "offset_sq": _squares(offset)}
+            "feasibility_max": sketch(max(_inf_norm(np.maximum(c, 0.0)), _inf_norm(h))),
+            "complementarity_max": sketch(_inf_norm(np.minimum(mu, -c))),
+            "definition1_max": sketch(definition1(c, h, mu, atol)),
+            "linear_max": sketch(_inf_norm(linear)), "offset_max": sketch(_inf_norm(offset))}
 
 
-def combine(sums, regularizer, w, atol=0.0):
-    """``(KKT, F(w))`` from the sums of the parties' shares (:func:`party_share`):
-    stationarity dist∞(0, Σᵢ(∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ) + ∂P(w)); the other residuals the
-    2-norms over every constraint row of every party (each bounds the ∞-norm of the same
-    rows from above, so a residual within tol certifies the ∞-norm too); the scales
-    S₁ = max(‖Σ∇fᵢ‖∞, ‖Σ(∇cᵢμᵢ + ∇hᵢνᵢ)‖∞) and S₂ = max(‖Jw‖₂, ‖g − Jw‖₂); and
-    F(w) = Σᵢ fᵢ(w) + P(w)."""
+def combine(sums, regularizer, w, atol=0.0, parties=1):
+    """``(KKT, F(w))`` from the sums of the parties' shares (:func:`party_share`) of
+    ``parties`` parties: stationarity dist∞(0, Σᵢ(∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ) + ∂P(w)); the
+    other residuals upper bounds of the largest over every constraint row of every party
+    (:func:`~constrfl.maxima.largest`: exact when one party holds the largest in its
+    octave), so a residual within tol certifies the ∞-norm; the scales
+    S₁ = max(‖Σ∇fᵢ‖∞, ‖Σ(∇cᵢμᵢ + ∇hᵢνᵢ)‖∞) and S₂ ≥ a lower bound of the largest
+    |∇gⱼᵀw|, |gⱼ − ∇gⱼᵀw| (:func:`~constrfl.maxima.least_largest`: a relative tolerance
+    never looser than with the exact S₂); and F(w) = Σᵢ fᵢ(w) + P(w)."""
     g, fg = sums["lagrangian_grad"], sums["objective_grad"]
     kkt = KKT(float(regularizer.dist(w, g, atol)),
               exact_stationarity=regularizer.exact_dist,
-              feasibility=_root(sums["feasibility_sq"]),
-              complementarity=_root(sums["complementarity_sq"]),
-              definition1=_root(sums["definition1_sq"]),
+              feasibility=largest(sums["feasibility_max"]),
+              complementarity=largest(sums["complementarity_max"]),
+              definition1=largest(sums["definition1_max"]),
               stationarity_scale=max(_inf_norm(fg), _inf_norm(g - fg)),
-              feasibility_scale=max(_root(sums["linear_sq"]), _root(sums["offset_sq"])))
+              feasibility_scale=max(least_largest(sums["linear_max"], parties),
+                                    least_largest(sums["offset_max"], parties)))
     return kkt, sums["objective"] + regularizer.value(w)
 
 
@@ -125,25 +130,23 @@ def measured_at(problem, w, sums):
     of the parties' shares (:func:`combine`), in the user's units
     (``problem.user_regularizer`` at ``problem.user_point(w)``: a scaled solve's view maps
     its x back)."""
-    return combine(sums, problem.user_regularizer, problem.user_point(w))
-
-
-def _squares(v):
-    return float(np.dot(v, v))
-
-
-def _root(v):
-    """√v of a sum of squares (NaN stays NaN, inf inf)."""
-    return float(np.sqrt(v))
+    return combine(sums, problem.user_regularizer, problem.user_point(w),
+                   parties=sums.parties)
 
 
 def _inf_norm(v):
     return float(np.max(np.abs(v), initial=0.0))
 
 
+def definition1(c, h, mu, atol=0.0):
+    """Definition 1's residual of one party, the largest of its rows: |cⱼ| where
+    μⱼ > 0, [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
+    return float(kernels.definition1(c, h, mu, float(atol)))
+
+
 def definition1_sq(c, h, mu, atol=0.0):
-    """Definition 1's residual rows of one party, squared and summed: |cⱼ| where μⱼ > 0,
-    [cⱼ]₊ where μⱼ = 0 (inf where μⱼ < 0), and |hⱼ|."""
+    """The same rows squared and summed (the ADMM's early stop: their 2-norm over the
+    blocks bounds the largest from above)."""
     return float(kernels.definition1_sq(c, h, mu, float(atol)))
 
 
@@ -170,8 +173,10 @@ def kkt(problem, w, multipliers=None, atol=0.0):
         return EstimatedKKT(**asdict(kkt(problem, w, mults, atol)), multipliers=mults,
                             estimate=how)
     mults = as_multipliers(problem, multipliers)
-    shares = [party_share(p, w, mults[p.name], atol) for p in problem.parties]
-    return combine(share_sums(shares), problem.regularizer, w, atol)[0]
+    # the parties a federation sums: the clients, and the server where it has functions
+    parties = [p for p in problem.parties if p is not problem.server or not p.is_empty]
+    shares = [party_share(p, w, mults[p.name], atol) for p in parties]
+    return combine(share_sums(shares), problem.regularizer, w, atol, len(shares))[0]
 
 
 def _point(problem, w):

@@ -39,7 +39,7 @@ from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "check_reply", "trial_points",
            "trial_steps", "pack_upper", "unpack_upper", "FIELDS", "Fields", "SUM", "PUBLIC",
-           "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes"]
+           "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT"]
 
 FLOAT = 8  # bytes a float on the wire
 _FLOAT64 = np.dtype(np.float64)
@@ -63,8 +63,8 @@ def _fields(payload, reply, private=""):
 
 #: a party's share of the KKT residuals (:func:`constrfl.kkt.party_share`), all sums
 KKT_SHARE = {"lagrangian_grad": SUM, "objective_grad": SUM, "objective": SUM,
-             "feasibility_sq": SUM, "complementarity_sq": SUM, "definition1_sq": SUM,
-             "linear_sq": SUM, "offset_sq": SUM}
+             "feasibility_max": SUM, "complementarity_max": SUM, "definition1_max": SUM,
+             "linear_max": SUM, "offset_max": SUM}
 #: what ``newton.eval`` and ``feas.eval`` evaluate (the compact Hessians: disclosed)
 _EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "core": DISCLOSED,
                "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
@@ -115,12 +115,16 @@ FIELDS = {
     M.NEWTON_HVP: _fields("w v violation", {"hv": SUM}),
     M.NEWTON_BASIS: _fields("start count", {"basis": DISCLOSED, "pattern": DISCLOSED}),
     M.FEAS_EVAL: _fields(_EVAL_PAYLOAD + " report",
-                         dict(_EVALUATION, violation_sq=SUM, nonconvex=SUM, rows=SUM)),
+                         dict(_EVALUATION, violation_max=SUM, nonconvex=SUM, rows=SUM)),
     M.SGD_TRAIN: _fields(_TRAIN_PAYLOAD + " prox", {"delta": SUM}),
     M.DUAL_TRAIN: _fields(_TRAIN_PAYLOAD + " offset", {"delta": SUM}),
     M.ADAM_TRAIN: _fields(_TRAIN_PAYLOAD + " m v beta1 beta2 eps correction",
                           {"delta": SUM, "m": SUM, "v": SUM}),
 }
+
+
+#: the keys of an encoded reply's sum fields (:func:`constrfl.federation.runtime.encode_reply`)
+SUMS, LAYOUT = "sums", "layout"
 
 
 def fields_of(message_type):
@@ -142,13 +146,14 @@ def floats(payload):
 
 
 def wire_bytes(reply):
-    """Bytes of an encoded reply: :data:`RING_BYTES` an entry of a sum field (uint64
-    limbs), 8 a float of a disclosed one."""
+    """Bytes of an encoded reply: :data:`RING_BYTES` an entry of its sum fields (uint64
+    limbs), 8 a float of a disclosed one (the layout, which the message type and d
+    determine, is not counted)."""
     total = 0
-    for v in reply.values():
-        if isinstance(v, np.ndarray) and v.dtype == np.uint64:
-            total += RING_BYTES * (v.size // 4)
-        else:
+    for k, v in reply.items():
+        if k == SUMS:
+            total += RING_BYTES * len(v)
+        elif k != LAYOUT:
             total += FLOAT * (v.size if isinstance(v, np.ndarray) else 1)
     return total
 

@@ -4,10 +4,12 @@
 In ``result.json`` an array is ``{"$array": key}`` (its key in ``arrays.npz``), a dict
 ``{"$dict": [[key, value], ...]}``, a non-finite float ``{"$float": "nan"}`` and a
 dataclass ``{"$type": tag, field: value, ...}``, with the stable tag its class registered
-with :func:`constrfl.records.saved_as` ("outer-state", "admm-state", ...).  Version 3
-writes those tags; version 2 wrote class names, which :data:`_V2_TAGS` maps to tags, so
-version-2 files still load and resume.  Version 1 is refused (its ADMM state lacks the
-blocks' penalty metrics).
+with :func:`constrfl.records.saved_as` ("outer-state", "admm-state", ...).  Version 4
+writes those tags (as version 3 did; version 2 wrote class names, which :data:`_V2_TAGS`
+maps to tags).  Files of versions 2 and 3 load — point, status, multipliers, residuals
+(in the ∞-norm then), history — but without their solver state, which belongs to the
+protocol before sums (each site's values reached the server): they cannot be resumed.
+Version 1 is refused.
 """
 from __future__ import annotations
 
@@ -26,13 +28,15 @@ __all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORM
 
 FORMAT = "constrfl-result"
 #: the version written (the module docstring says which others are read)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: version 2's tags (class names) as the registered ones
 _V2_TAGS = {"Multipliers": "multipliers", "KKT": "kkt", "OuterState": "outer-state",
             "ADMMState": "admm-state", "NewtonState": "newton-state",
             "BaselineState": "baseline-state"}
 #: each version read: its tags as the registered ones
-_READ = {2: _V2_TAGS, FORMAT_VERSION: {}}
+_READ = {2: _V2_TAGS, 3: {}, FORMAT_VERSION: {}}
+#: the first version whose solver state this constrfl resumes (the protocol of sums)
+RESUMABLE_VERSION = 4
 
 
 @dataclass(repr=False)
@@ -137,6 +141,8 @@ def load_result(path):
     with np.load(path / "arrays.npz", allow_pickle=False) as npz:
         arrays = dict(npz)
     fields = {f.name for f in dataclasses.fields(SolveResult)} - {"error"}
+    if record["version"] < RESUMABLE_VERSION:
+        record = dict(record, state=None)      # an earlier protocol's: not resumable
     try:
         return SolveResult(**{k: _decode(record[k], arrays, tags) for k in fields})
     except ValueError as e:

@@ -538,9 +538,13 @@ def resume_settings(problem, res, method, options, tol=None):
     ``problem``): those it ran with, of which ``options`` may raise only the cap
     (``max_outer``; a baseline's ``rounds``), and must after ``"max_iterations"``;
     the tolerances are ``tol`` when given, else the resumed solve's."""
-    if not isinstance(res, SolveResult) or res.state is None:
+    if not isinstance(res, SolveResult):
         raise TypeError("resume must be a SolveResult with its solver state "
                         "(from cf.solve or cf.load_result)")
+    if res.state is None:
+        raise ValueError("resume: this result holds no solver state (a file saved before "
+                         "format version 4, whose protocol sent each site's values, "
+                         "loads but cannot be resumed: solve again)")
     if res.status not in st.RESUMABLE:
         raise ValueError(f"a solve that ended {res.status!r} cannot be resumed "
                          f"(resumable: {', '.join(st.RESUMABLE)})")

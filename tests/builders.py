@@ -99,3 +99,25 @@ def resume_after_interrupt(monkeypatch, tmp_path, problem, stop, **opts):
     monkeypatch.setattr(base.Federation, "broadcast", original)
     assert part.status == "interrupted"
     return full, cf.solve(problem, resume=cf.load_result(part.save(tmp_path / "part")))
+
+
+def spy_uploads(monkeypatch):
+    """A list that collects, round by round, ``(message type, {client: reply})`` of
+    the replies as they leave the clients in-process (encoded: a sum field's entries
+    as uint64 limbs, :func:`constrfl.federation.runtime.encode_reply`)."""
+    from constrfl.federation import InProcessFederation
+    sent, original = [], InProcessFederation._exchange
+
+    def spy(self, seq, kind, payloads):
+        replies = original(self, seq, kind, payloads)
+        sent.append((kind, replies))
+        return replies
+    monkeypatch.setattr(InProcessFederation, "_exchange", spy)
+    return sent
+
+
+def entries(reply):
+    """The entries of an encoded reply: 4 limbs an entry of a sum field, a float of a
+    disclosed one."""
+    return sum(v.size // 4 if v.dtype == np.uint64 else v.size
+               for v in (np.asarray(x) for x in reply.values()))

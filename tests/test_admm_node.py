@@ -135,8 +135,8 @@ def test_warm_start_carries_the_block_over():
            "local_max_iter": 100, "local_hessian": True, "adaptive": False, "metric": True}
     reply, new = dispatch("al.update+admm.start", msg, state, PartyContext(client))
     assert set(reply) == {"lagrangian_grad", "objective_grad", "objective",
-                          "feasibility_sq", "complementarity_sq", "definition1_sq",
-                          "linear_sq", "offset_sq", "multiplier_step_sq", "rho", "Rv",
+                          "feasibility_max", "complementarity_max", "definition1_max",
+                          "linear_max", "offset_max", "multiplier_step_sq", "rho", "Rv",
                           "metric"}
     assert all(np.array_equal(new[k], state[k]) for k in ("u", "lam")) and \
         new["rho"] == state["rho"] and "w_last" not in new

@@ -130,9 +130,19 @@ def test_non_separable_regularizer_uses_the_least_squares_fallback():
 
 
 def test_definition1_row_by_row():
-    """Σ of rⱼ², rⱼ = |cⱼ| on rows with μⱼ > atol, [cⱼ]₊ on the others, |hⱼ|; inf for a
-    negative μ and NaN for a NaN value (never a silent zero)."""
-    from constrfl.kkt import definition1_sq
+    """|cⱼ| on rows with μⱼ > atol, [cⱼ]₊ on the others, |hⱼ|: the largest, and the sum
+    of squares; inf for a negative μ and NaN for a NaN value (never a silent zero)."""
+    from constrfl.kkt import definition1, definition1_sq
+    c, mu = np.array([-0.5, 0.2, -0.3]), np.array([1.0, 0.0, 1e-9])
+    assert definition1(c, np.zeros(0), mu) == 0.5
+    assert definition1(c, np.zeros(0), mu, atol=1e-8) == 0.5
+    assert definition1(c[1:], np.zeros(0), mu[1:]) == 0.3
+    assert definition1(c[1:], np.zeros(0), mu[1:], atol=1e-8) == 0.2
+    assert definition1(c, np.array([0.1, -0.7]), mu) == 0.7
+    assert definition1(np.zeros(0), np.zeros(0), np.zeros(0)) == 0.0
+    assert definition1(c, np.zeros(0), np.array([1.0, -1e-3, 0.0])) == np.inf
+    assert np.isnan(definition1(np.array([np.nan, 1.0]), np.zeros(0), np.zeros(2)))
+    assert np.isnan(definition1(c, np.array([np.nan]), mu))
     c, mu = np.array([-0.5, 0.2, -0.3]), np.array([1.0, 0.0, 1e-9])
     assert definition1_sq(c, np.zeros(0), mu) == 0.5 ** 2 + 0.2 ** 2 + 0.3 ** 2
     assert definition1_sq(c, np.zeros(0), mu, atol=1e-8) == 0.5 ** 2 + 0.2 ** 2

@@ -15,7 +15,7 @@ from constrfl.rowspace import BASIS_COLUMNS, basis_core, row_basis
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.subspace import BasisModel
 from builders import (WIDE_CLIENTS as CLIENTS, WIDE_DIM as D, WIDE_ROWS as ROWS,
-                      resume_after_interrupt, wide_np)
+                      entries, resume_after_interrupt, spy_uploads, wide_np)
 
 
 def sigmoid(z):
@@ -134,20 +134,13 @@ def test_certificate_bounds_true_subproblem_stationarity(solved):
 def test_traffic_counts_bases_and_cores(monkeypatch):
     """Every float on the wire is counted: the bases (once, ≤ BASIS_COLUMNS rows of d a
     round) and the cores (r(r+1)/2) instead of d(d+1)/2 Hessian entries."""
-    from constrfl.federation import base
-    sent = []
-    original = base.Federation.broadcast
-
-    def spy(self, kind, payload, *args, **kwargs):
-        replies = original(self, kind, payload, *args, **kwargs)
-        sent.append((kind, [sum(np.size(v) for v in r.values())       # counted here
-                            for r in replies.values()]))
-        return replies
-    monkeypatch.setattr(base.Federation, "broadcast", spy)
+    from constrfl.messages import wire_bytes
+    uploads = spy_uploads(monkeypatch)
     _, p = wide_np()
     res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
     assert res.status == "optimal"
-    assert res.bytes_up == 8 * sum(sum(f) for _, f in sent)
+    assert res.bytes_up == sum(wire_bytes(r) for _, rs in uploads for r in rs.values())
+    sent = [(kind, [entries(r) for r in rs.values()]) for kind, rs in uploads]
     basis_rounds = [f for kind, f in sent if kind == "newton.basis"]
     assert len(basis_rounds) == -(-max(row_basis(c)[0].shape[1] for c in p.clients)
                                   // BASIS_COLUMNS)

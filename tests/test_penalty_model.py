@@ -16,7 +16,7 @@ from constrfl.problems.partition import stratified_split
 from constrfl.rowspace import constraint_models, row_basis
 from constrfl.solvers.penaltymodel import model_step, parse_models
 from constrfl.solvers.subspace import BasisModel
-from builders import wide_np
+from builders import spy_uploads, wide_np
 
 
 def test_models_are_the_constraints_to_second_order():
@@ -148,17 +148,10 @@ def _bent_np(d=300, clients=10, rows=12):
 def test_models_cut_the_rounds_and_keep_the_answer(monkeypatch):
     """With the models the solve is optimal at cvxpy's point in fewer rounds than with
     Newton's quadratic model alone, and the models travel (counted in bytes_up)."""
-    from constrfl.federation import base
     p = _bent_np()
-    sent = []
-    original = base.Federation.broadcast
-
-    def spy(self, kind, payload, *args, **kwargs):
-        replies = original(self, kind, payload, *args, **kwargs)
-        sent.append(sum(np.size(r.get("models", ())) for r in replies.values()))
-        return replies
-    monkeypatch.setattr(base.Federation, "broadcast", spy)
+    uploads = spy_uploads(monkeypatch)
     res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
+    sent = [sum(np.size(r.get("models", ())) for r in rs.values()) for _, rs in uploads]
     monkeypatch.undo()
     assert res.status == "optimal", res.message
     assert sum(sent) > 0

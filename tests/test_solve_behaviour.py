@@ -8,6 +8,7 @@ import pytest
 
 import constrfl as cf
 from constrfl.exactsum import RING_BYTES
+from constrfl.maxima import SIZE
 from constrfl import functions as fn, prox
 from builders import count_metric_rows, np_problem
 
@@ -62,8 +63,8 @@ def test_message_accounting(monkeypatch):
     start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian,
                 and the row-scaling range (``scaling="rows"``)
                 up ρᵢ, Rᵢvᵢ (no metric: cold), and the KKT share at w⁰ (∇ℓᵢ, ∇fᵢ, fᵢ
-                and 5 sums of squares: feasibility, complementarity, Definition 1, the
-                scale S₂'s two terms)
+                and 5 sketches of a largest value, ``maxima.SIZE`` each: feasibility,
+                complementarity, Definition 1, the scale S₂'s two terms)
     ADMM round  down w, τ                                   up eᵢ, Rᵢvᵢ, ρᵢ, κᵢ²
     outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
                 up the KKT share with the multiplier step, and the ADMM block's ρᵢ,
@@ -77,8 +78,9 @@ def test_message_accounting(monkeypatch):
     assert len(rows) == n * K and sum(rows) > 0
     assert res.bytes_down == 8 * n * ((d + 8) + T * (d + 1) + K * (d + 7))
     tri = d * (d + 1) // 2
-    assert res.bytes_up == RING_BYTES * (n * ((1 + d) + (2 * d + 6) + T * (2 * d + 2)
-                                              + K * ((2 * d + 7) + 1 + d))
+    share = 2 * d + 1 + 5 * SIZE
+    assert res.bytes_up == RING_BYTES * (n * ((1 + d) + share + T * (2 * d + 2)
+                                              + K * ((share + 1) + 1 + d))
                                          + tri * sum(r > 0 for r in rows))
     assert res.history[-1]["rounds"] == res.rounds
     assert [h["k"] for h in res.history] == list(range(K))
@@ -94,8 +96,9 @@ def test_message_accounting_federated_newton(monkeypatch):
     order (+ β on the start-up and outer rounds, + the row-scaling range on the start-up;
     + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up (32
     bytes an entry: sums) the values (1, or 8 on a line-search round), the gradient,
-    the Hessian triangle, and on the outer rounds and rides the KKT share: ∇ℓᵢ, ∇fᵢ and
-    6 scalars, and but on the first the multiplier step."""
+    the Hessian triangle, and on the outer rounds and rides the KKT share: ∇ℓᵢ, ∇fᵢ, fᵢ
+    and 5 sketches (``maxima.SIZE`` entries each), and but on the first the multiplier
+    step."""
     from constrfl.parties import al, newton
     from constrfl.solvers import augmented
     calls = {0: 0, 1: 0, 2: 0}
@@ -137,8 +140,9 @@ def test_message_accounting_federated_newton(monkeypatch):
     tri = d * (d + 1) // 2
     assert res.bytes_down == 8 * n * (1 + outer * (d + 2) + plain * (d + 1)
                                       + searches * (2 * d + 8) + rides)
+    share = 2 * d + 1 + 5 * SIZE
     assert res.bytes_up == RING_BYTES * n * (res.rounds * (1 + d + tri) + searches * 7
-                                             + (outer + rides) * (2 * d + 7) - 1)
+                                             + (outer + rides) * (share + 1) - 1)
 
 
 def test_options_belong_to_their_method():

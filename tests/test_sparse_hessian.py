@@ -19,7 +19,7 @@ from constrfl.rowspace import SparseGram, gram_values, hessian_form, sparse_gram
 from constrfl.solvers.augmented import AugmentedTerm
 from constrfl.solvers.proxstep import prox_newton_point
 from constrfl.solvers.subspace import BasisModel, Triangles
-from builders import resume_after_interrupt, sparse_np, wide_np
+from builders import entries, resume_after_interrupt, sparse_np, spy_uploads, wide_np
 
 DIM = 400
 
@@ -231,20 +231,13 @@ def test_certificate_bounds_true_subproblem_stationarity(solved):
 def test_traffic_counts_the_pattern_and_the_entries(monkeypatch):
     """Every float on the wire is counted: each party's pattern once (one round), then
     its entries and constraint rows, at most 50·d floats up a party a round."""
-    from constrfl.federation import base
-    sent = []
-    original = base.Federation.broadcast
-
-    def spy(self, kind, payload, *args, **kwargs):
-        replies = original(self, kind, payload, *args, **kwargs)
-        sent.append((kind, {n: sum(np.size(v) for v in r.values())
-                            for n, r in replies.items()}))
-        return replies
-    monkeypatch.setattr(base.Federation, "broadcast", spy)
+    from constrfl.messages import wire_bytes
+    uploads = spy_uploads(monkeypatch)
     _, p = sparse_np(prox.L1(1e-3))
     res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False)
     assert res.status == "optimal"
-    assert res.bytes_up == 8 * sum(sum(f.values()) for _, f in sent)
+    assert res.bytes_up == sum(wire_bytes(r) for _, rs in uploads for r in rs.values())
+    sent = [(kind, {n: entries(r) for n, r in rs.items()}) for kind, rs in uploads]
     patterns = [f for kind, f in sent if kind == "newton.basis"]
     assert len(patterns) == 1
     grams = {c.name: hessian_form(c) for c in p.clients}

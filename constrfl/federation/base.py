@@ -26,7 +26,7 @@ from ..control import SolveControl
 from ..errors import SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
-from ..messages import DISCLOSED, FLOAT, check_payload, fields_of, floats, wire_bytes
+from ..messages import FLOAT, LAYOUT, SUMS, check_payload, floats, wire_bytes
 
 __all__ = ["Federation", "Traffic", "Sums", "aggregate"]
 
@@ -48,24 +48,42 @@ class Sums(dict):
 
 
 def aggregate(message_type, replies):
-    """:class:`Sums` of encoded replies ``{party: reply}`` to ``message_type``: each sum
-    field's encodings added modulo 2²⁵⁶ and decoded once."""
-    declared = fields_of(message_type).reply
-    totals, counts, disclosed = {}, {}, {}
+    """:class:`Sums` of encoded replies ``{party: reply}`` to ``message_type``
+    (:func:`~.runtime.encode_reply`): the encodings of the replies of one layout added
+    modulo 2²⁵⁶ as one array each; where layouts differ (a field some parties do not
+    send), their sums field by field, still in the ring; each field decoded once."""
+    groups, disclosed = {}, {}       # layout -> [total, parties]; field -> {party: value}
     for name, reply in replies.items():
         for key, value in reply.items():
-            if declared[key] == DISCLOSED:
-                disclosed.setdefault(key, {})[name] = value
+            if key in (SUMS, LAYOUT):
                 continue
-            counts[key] = counts.get(key, 0) + 1
-            if key not in totals:
-                totals[key] = np.array(value, dtype=np.uint64)
-            elif np.shape(value) != totals[key].shape:
-                raise ValueError(f"reply to {message_type!r}: {key!r} has shape "
-                                 f"{np.shape(value)} at {name!r}, {totals[key].shape} before")
+            disclosed.setdefault(key, {})[name] = value
+        if SUMS not in reply:
+            continue
+        group = groups.get(reply[LAYOUT])
+        if group is None:
+            groups[reply[LAYOUT]] = [np.array(reply[SUMS], dtype=np.uint64), 1]
+        else:
+            if reply[SUMS].shape != group[0].shape:
+                raise ValueError(f"reply to {message_type!r} from {name!r}: its sums do "
+                                 f"not match their layout {reply[LAYOUT]!r}")
+            add_into(group[0], reply[SUMS])
+            group[1] += 1
+    totals, counts, shapes = {}, {}, {}
+    for layout, (total, parties) in groups.items():
+        at = 0
+        for entry in layout.split(";"):
+            key, size = entry.split(":")
+            n = int(size) if size else 1
+            part = total[at:at + n]
+            at += n
+            shapes[key], counts[key] = bool(size), counts.get(key, 0) + parties
+            if key in totals:
+                add_into(totals[key], part)
             else:
-                add_into(totals[key].reshape(-1, 4), np.asarray(value).reshape(-1, 4))
-    return Sums({k: decode(v) for k, v in totals.items()}, len(replies), counts, disclosed)
+                totals[key] = part.copy() if len(groups) > 1 else part
+    sums = {k: decode(v) if shapes[k] else decode(v[0]) for k, v in totals.items()}
+    return Sums(sums, len(replies), counts, disclosed)
 
 
 @dataclass

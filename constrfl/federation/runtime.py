@@ -20,7 +20,7 @@ from ..errors import PartyError
 from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
                        reported_multipliers, restore_state)
 from ..exactsum import encode
-from ..messages import SUM, check_reply, fields_of
+from ..messages import LAYOUT, SUM, SUMS, check_reply, fields_of
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
@@ -53,10 +53,31 @@ def dispatch(message_type, msg, state, ctx):
 
 
 def encode_reply(message_type, reply):
-    """The reply as it leaves the site: each *sum* field encoded for the exact sum
-    (:func:`constrfl.exactsum.encode`: uint64 limbs), disclosed fields as they are."""
+    """The reply as it leaves the site: its *sum* fields, flattened in their order into
+    one vector, encoded for the exact sum (:func:`constrfl.exactsum.encode`: uint64
+    limbs) under ``SUMS``, with their names and sizes under ``LAYOUT``
+    (``"name:size;..."``, no size for a scalar); disclosed fields as they are."""
     declared = fields_of(message_type).reply
-    return {k: encode(v) if declared[k] == SUM else v for k, v in reply.items()}
+    out, sums, sizes = {}, [], []
+    for k, v in reply.items():
+        if declared[k] != SUM:
+            out[k] = v
+        else:
+            sums.append(v)
+            sizes.append((k, v.size if isinstance(v, np.ndarray) else None))
+    if sums:
+        flat = np.empty(sum(1 if n is None else n for _, n in sizes))
+        at = 0
+        for v, (_, n) in zip(sums, sizes):
+            if n is None:
+                flat[at] = v
+                at += 1
+            else:
+                flat[at:at + n] = v.ravel()
+                at += n
+        out[SUMS] = encode(flat)
+        out[LAYOUT] = ";".join(f"{k}:{'' if n is None else n}" for k, n in sizes)
+    return out
 
 
 class PartyRuntime:

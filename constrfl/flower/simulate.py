@@ -93,7 +93,8 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
                              poll_interval=poll_interval or 1e-3, **kwargs)
             with task_identity(grid.run.run_id):
                 app(grid, _server_context(grid.run.run_id))
-            return _with_site_multipliers(results[0], problem, sdir)
+            return _with_site_multipliers(results[0], problem,
+                                          getattr(grid, "state_dir", sdir))
         if faults is not None or grid is not None:
             raise ValueError("faults and grid apply to backend='inmemory' only")
         return _with_site_multipliers(
@@ -125,7 +126,9 @@ def local_grid(problem, state_dir, faults=None, disclose=False):
         return client_app(lambda ctx: clients[ctx.node_config["site"]],
                           regularizer=problem.regularizer, state_dir=state_dir,
                           disclose=disclose)
-    return LocalGrid([({"site": name}, make_app) for name in clients], faults=faults)
+    grid = LocalGrid([({"site": name}, make_app) for name in clients], faults=faults)
+    grid.state_dir = state_dir            # where the sites keep their states
+    return grid
 
 
 def _server_context(run_id):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..maxima import sketch
 from ..messages import MessageType as M, pack_upper, trial_steps
 from ..rowspace import SparseGram, basis_core, constraint_models, gram_values, hessian_form
 from ..solvers.augmented import AugmentedTerm
@@ -108,13 +109,13 @@ def _violation_term(party):
 @handles(M.FEAS_EVAL)
 def feas_eval(msg, state, ctx):
     """The party's violation term ‖[cᵢ]₊‖² + ‖hᵢ‖² (its AL term without objective, at
-    zero multipliers and β = 2); with ``report`` that violation (``violation_sq``), its
-    number of constraint rows, and 1 if its functions are not all convex (the server
-    sums each)."""
+    zero multipliers and β = 2); with ``report`` its largest violation (a
+    :func:`~constrfl.maxima.sketch`), its number of constraint rows, and 1 if its
+    functions are not all convex (the server sums each)."""
     party = ctx.party
     if msg.get("report"):
         c, h = party.c_value(msg["w"]), party.h_value(msg["w"])
-        c = np.maximum(c, 0.0)
-        return {"violation_sq": float(c @ c + h @ h), "rows": party.n_ineq + party.n_eq,
+        worst = max(float(np.max(c, initial=0.0)), float(np.max(np.abs(h), initial=0.0)))
+        return {"violation_max": sketch(worst), "rows": party.n_ineq + party.n_eq,
                 "nonconvex": int(not party.is_convex)}, state
     return _evaluate(_violation_term(party), msg, ctx), state
