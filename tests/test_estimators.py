@@ -685,8 +685,9 @@ def test_templates_warn_about_badly_scaled_features_and_estimators_do_not():
 
 
 def test_wide_sparse_fit_uses_compact_hessians_and_names_its_penalty_publicly():
-    """Above d = 500 a sparse X fits by newton-basis (every client's Hessian is a few
-    sparse entries, inner="auto"), the same inner names as cf.solve are accepted (the
+    """Above d = 500 a sparse X fits by the sum of the Hessians (only sums leave the
+    clients, inner="auto"), or by newton-basis with private=False (every client's
+    Hessian is a few sparse entries); the same inner names as cf.solve are accepted (the
     same model by Newton-CG), and a refusal names no private class."""
     import scipy.sparse as sp
     rng = np.random.default_rng(0)
@@ -695,7 +696,11 @@ def test_wide_sparse_fit_uses_compact_hessians_and_names_its_penalty_publicly():
     ids = np.repeat(np.arange(4), 100)
     est = NeymanPearsonClassifier(0.3).fit(X, y, client_ids=ids)
     assert est.result_.status == "optimal"
-    assert est.result_.settings["inner"] == "newton-basis"
+    assert est.result_.settings["inner"] == "newton"
+    shown = NeymanPearsonClassifier(0.3, solver_options={"private": False})
+    shown.fit(X, y, client_ids=ids)
+    assert shown.result_.settings["inner"] == "newton-basis"
+    assert np.max(np.abs(shown.coef_ - est.coef_)) <= 1e-4
     cg = NeymanPearsonClassifier(0.3, solver_options={"inner": "newton-cg"})
     cg.fit(X, y, client_ids=ids)
     assert cg.result_.settings["inner"] == "newton-cg"

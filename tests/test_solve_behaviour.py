@@ -159,29 +159,39 @@ def test_options_belong_to_their_method():
 def test_auto_chooses_by_dimension_and_regularizer():
     from constrfl.api import choose_inner
     assert choose_inner(500, cf.prox.L1(0.1)) == "newton"
-    assert choose_inner(501, cf.prox.SquaredL2(0.1)) == "newton-cg"
-    assert choose_inner(501, cf.prox.Zero()) == "newton-cg"
-    assert choose_inner(501, cf.prox.SquaredL2(np.full(501, 0.1))) == "newton-cg"
+    # only sums (the default): the Hessian's sum with a smooth P up to d = 1,000
+    assert choose_inner(1000, cf.prox.SquaredL2(0.1)) == "newton"
+    assert choose_inner(1001, cf.prox.SquaredL2(0.1)) == "newton-cg"
+    assert choose_inner(1001, cf.prox.Zero()) == "newton-cg"
+    assert choose_inner(1001, cf.prox.SquaredL2(np.full(1001, 0.1))) == "newton-cg"
     assert choose_inner(501, cf.prox.L1(0.1)) == "newton"                 # not smooth
     assert choose_inner(1000, cf.prox.Box(-1.0, 1.0)) == "newton"
     assert choose_inner(1001, cf.prox.L1(0.1)) == "admm"
     assert choose_inner(1001, cf.prox.Box(-1.0, 1.0)) == "admm"
-    assert choose_inner(501, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"     # a ridge
-    # every party with a compact Hessian the server can hold: newton-basis, any P
-    assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton-basis"
+    assert choose_inner(1001, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"    # a ridge
+    # only sums: the parties' compact forms are never chosen
+    assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton"
     assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 200, 200)] * 20) == \
+        "newton-cg"
+
+    def disclosed(*args):
+        return choose_inner(*args, private=False)
+    assert disclosed(501, cf.prox.SquaredL2(0.1)) == "newton-cg"
+    # every party with a compact Hessian the server can hold: newton-basis, any P
+    assert disclosed(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton-basis"
+    assert disclosed(5000, cf.prox.Zero(), [("basis", 5000 * 200, 200)] * 20) == \
         "newton-basis"                                   # 4,000 rows in all: 6.4e10 flops
-    assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 500, 500)] * 10) == \
+    assert disclosed(5000, cf.prox.Zero(), [("basis", 5000 * 500, 500)] * 10) == \
         "newton-cg"                                      # 5,000 rows in all: 1.25e11 flops
-    assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10), None]) == "newton"
-    assert choose_inner(501, cf.prox.Zero(), [("gram", 5e7, 10)]) == "newton-cg"  # 10 GB
-    assert choose_inner(1001, cf.prox.L1(0.1), [("gram", 5e7, 10)]) == "admm"
+    assert disclosed(501, cf.prox.L1(0.1), [("gram", 4000, 10), None]) == "newton"
+    assert disclosed(501, cf.prox.Zero(), [("gram", 5e7, 10)]) == "newton-cg"  # 10 GB
+    assert disclosed(1001, cf.prox.L1(0.1), [("gram", 5e7, 10)]) == "admm"
     # sparse entries the server can hold but not afford a step: Newton-CG where P is
     # smooth, newton-basis where the alternative is the ADMM
-    assert choose_inner(100000, cf.prox.Zero(), [("gram", 2.6e6, 500)] * 10) == "newton-cg"
-    assert choose_inner(100000, cf.prox.L1(0.1), [("gram", 2.6e6, 500)] * 10) == \
+    assert disclosed(100000, cf.prox.Zero(), [("gram", 2.6e6, 500)] * 10) == "newton-cg"
+    assert disclosed(100000, cf.prox.L1(0.1), [("gram", 2.6e6, 500)] * 10) == \
         "newton-basis"
-    assert choose_inner(500, cf.prox.Zero(), [("gram", 4000, 10)]) == "newton"
+    assert disclosed(500, cf.prox.Zero(), [("gram", 4000, 10)]) == "newton"
     res = cf.solve(np_problem(2, 0.4, rows=200))
     assert res.settings["inner"] == "newton" and res.settings["beta"] == 100.0
     assert cf.solve(np_problem(2, 0.4, rows=200), inner="admm",

@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C                                                # noqa: E402
 import constrfl as cf                                             # noqa: E402
 from constrfl import prox                                         # noqa: E402
+from constrfl.exactsum import RING_BYTES                          # noqa: E402
 from constrfl.problems import lcqp, neyman_pearson                # noqa: E402
 from constrfl.problems.datasets import (load_adult,               # noqa: E402
                                         load_breast_cancer_wisconsin, make_classification)
@@ -167,14 +168,14 @@ class _Captured(Exception):
 
 
 def _upload(res, clients):
-    """(mean, max) floats up per client a round: the whole solve's mean, and the largest
+    """(mean, max) bytes up per client a round: the whole solve's mean, and the largest
     of the outer iterations' means (from the cumulative counts in ``res.history``)."""
-    mean = res.bytes_up / 8 / max(res.rounds, 1) / clients
+    mean = res.bytes_up / max(res.rounds, 1) / clients
     rounds, up = [0], [0]
     for rec in res.history:
         rounds.append(rec["rounds"])
         up.append(rec["bytes_up"])
-    per = [(u1 - u0) / 8 / (r1 - r0) / clients for r0, r1, u0, u1
+    per = [(u1 - u0) / (r1 - r0) / clients for r0, r1, u0, u1
            in zip(rounds, rounds[1:], up, up[1:]) if r1 > r0]
     return mean, max(per, default=float("nan"))
 
@@ -193,7 +194,7 @@ def _warm_up(task):
             cf.solve(tiny, tol=1e-6, max_time=10.0, **task["opts"])
     if task["solver"] != "clarabel" and "inner" not in task["opts"]:
         cf.solve(_sparse(2, 30, 400, 0.02, regularizer=prox.L1(1e-3)), tol=1e-6,
-                 max_time=10.0, inner="newton-basis")
+                 max_time=10.0, inner="newton-basis", private=False)
 
 
 def hd_run(task):
@@ -242,26 +243,29 @@ def hd_cases(quick=False):
     previous default (``inner="newton-cg"``) beside the defaults where it is another
     solve."""
     defaults, cg = ("defaults", {}), ('inner="newton-cg"', {"inner": "newton-cg"})
+    shown = ("private=False", {"private": False})
     if quick:
         return [("NP dense d=20, 4 clients x 30 rows, ridge 1e-3 (smoke)",
                  ("dense", 4, 30, 20), 20, [defaults])]
     out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d,
-            [defaults, cg]) for d in HD_DENSE]
+            [defaults, cg, shown]) for d in HD_DENSE]
     for d in HD_SPARSE:
         for reg, spec in HD_REGULARIZERS.items():
             out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
-                        ("sparse", d, spec), d, [defaults] + ([cg] if spec[0] == "l2" else [])))
+                        ("sparse", d, spec), d,
+                        [defaults] + ([cg] if spec[0] == "l2" else []) + [shown]))
     out.append(("NeymanPearsonClassifier(0.3), sparse X 3,000 x 2,000 (1%), 5 x 600 rows",
-                ("estimator",), 2001, [defaults]))
+                ("estimator",), 2001, [defaults, shown]))
     return out
 
 
-def _auto(build):
-    """The inner solver ``inner="auto"`` picks for a case (None for the estimator)."""
+def _auto(build, **options):
+    """The inner solver ``inner="auto"`` picks for a case with ``options`` (None for the
+    estimator)."""
     from constrfl.settings import settings_for
     if build[0] == "estimator":
         return None
-    return settings_for("fedproxal", {}, hd_problem(build)).inner
+    return settings_for("fedproxal", options, hd_problem(build)).inner
 
 
 def hd_row(case, label, r, ref):
@@ -269,7 +273,8 @@ def hd_row(case, label, r, ref):
     f = C.fmt
     inner = f" ({r['inner']})" if r.get("inner") else ""
     if r.get("up") is not None:
-        up = f"{r['up']:,.0f} / {r['up_max']:,.0f} ({r['up'] / r['dim']:.2g}·d)"
+        up = (f"{r['up'] / 1e3:,.0f} / {r['up_max'] / 1e3:,.0f} "
+              f"({r['up'] / RING_BYTES / r['dim']:.2g}·d)")
     else:
         up = ""
     answered = ("optimal", "optimal_inaccurate")     # cvxpy's statuses with a point
@@ -318,7 +323,9 @@ def highdim(args):
                 print(" | ".join(rows[-1]), flush=True)
             auto = _auto(build)
             for label, opts in solvers:
-                if opts.get("inner") and opts["inner"] == auto and label != "defaults":
+                same = (opts.get("inner") == auto or
+                        (opts.get("private") is False and _auto(build, **opts) == auto))
+                if same and label != "defaults":
                     rows.append([case, label, "same solve as defaults", *[""] * 8])
                     notes.append(f"{case}: {label} is the solve of the defaults row "
                                  f"(`inner=\"auto\"` picks {auto} there), not run twice")
@@ -357,9 +364,12 @@ def highdim(args):
         "columns: wall and CPU s of the call alone (building the data and the problem "
         "not timed; Clarabel's includes cvxpy's compilation, via "
         "`cf.certify(problem, problem.start_point())` with certify's tight tolerances); "
-        "'up' is floats up per client a round: the solve's mean (bytes_up / 8 / rounds / "
+        "'up' is KB up per client a round: the solve's mean (bytes_up / rounds / "
         "clients) / the largest mean of one outer iteration (from `res.history`; "
-        "newton-basis's basis rounds fall in the first), and the mean as a multiple of d; "
+        "newton-basis's basis rounds fall in the first), and the mean in entries of the "
+        "exact sum (32 bytes each; a disclosed float of `private=False` counts 8 bytes) as "
+        "a multiple of d; 'defaults' sends only sums, 'private=False' also the parties' "
+        "compact Hessians (newton-basis where `auto` picks it); "
         "peak MB is the process's `ru_maxrss` at the end (in parentheses: at the start of "
         "the timed call, i.e. Python, the data and the problem); stationarity is the "
         "final KKT stationarity (Clarabel: of its point, recomputed by `constrfl.kkt`); "
@@ -369,7 +379,8 @@ def highdim(args):
         *notes, *args.note]
     title = ("Benchmark, high-dimensional rows (issue 20): fedproxal vs. cvxpy/Clarabel "
              "on the pooled problem")
-    columns = ["case", "solver (inner)", "status", "rounds", "outer", "up: mean / max (·d)",
+    columns = ["case", "solver (inner)", "status", "rounds", "outer",
+               "up KB: mean / max (entries·d)",
                "wall s", "CPU s", "peak MB (start)", "stationarity", "x Clarabel"]
     text = C.header(title, time.perf_counter() - t0, head) + "\n" + C.md_table(columns, rows)
     C.write(C.output_path(args), text)
