@@ -163,17 +163,17 @@ def test_leading_prox_closed_forms(t):
 
 def test_leading_ridge_is_smooth_for_the_newton_solvers():
     """A weighted ridge on the first k coordinates and nothing on the rest: ridge_weights
-    gives (a/σ², 0), so inner="auto" takes Newton-CG above d = 500 and the Newton step
-    folds it into the smooth part; with an L1 part it is not smooth (the dense Newton up to
-    d = 1,000)."""
-    big_k = 600
+    gives (a/σ², 0), so inner="auto" takes Newton-CG above d = 1,000 (the Hessian's sum
+    up to it) and the Newton step folds it into the smooth part; with an L1 part it is
+    not smooth (the dense Newton up to d = 1,000, then the ADMM)."""
+    big_k = 1200
     sigma = rng.uniform(0.1, 10.0, big_k)
     P = prox.Leading(prox.SquaredL2(0.01), big_k, sigma)
     q = P.ridge_weights(big_k + 1)
     np.testing.assert_allclose(q, np.r_[0.01 / sigma ** 2, 0.0], rtol=1e-15)
     assert choose_inner(big_k + 1, P) == "newton-cg"
     L1 = prox.Leading(prox.Ridged(prox.L1(0.01), 0.01), big_k, sigma)
-    assert L1.ridge_weights(big_k + 1) is None and choose_inner(big_k + 1, L1) == "newton"
+    assert L1.ridge_weights(big_k + 1) is None and choose_inner(big_k + 1, L1) == "admm"
 
 
 @pytest.mark.parametrize("name", sorted(INNERS))
