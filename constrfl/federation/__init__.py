@@ -9,8 +9,8 @@ protocol both sides speak: :mod:`constrfl.messages`.)
 * :mod:`.base`: :class:`Federation`, what the solvers call;
 * :mod:`.inprocess`: the default backend, every party in this process.
 """
-from .base import Federation, Traffic
+from .base import Federation, Sums, Traffic
 from .inprocess import InProcessFederation
 from .runtime import PartyRuntime
 
-__all__ = ["Federation", "Traffic", "InProcessFederation", "PartyRuntime"]
+__all__ = ["Federation", "Sums", "Traffic", "InProcessFederation", "PartyRuntime"]

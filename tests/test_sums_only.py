@@ -1,0 +1,127 @@
+"""The server sees only sums (issue "Solvers that need only sums"): what Federation.broadcast
+hands the solvers, the protocol's declarations, and the exact sum's order independence."""
+import numpy as np
+import pytest
+
+import constrfl as cf
+from constrfl import functions as fn, prox
+from constrfl.federation import Federation, Sums
+from constrfl.federation.runtime import PartyRuntime
+from constrfl.messages import FIELDS, DISCLOSED, MessageType as M, check_payload, check_reply
+from constrfl.parties import PartyContext
+
+from builders import np_problem
+
+
+def least_squares_sites(n=4, rows=15, d=40, seed=0):
+    """The issue's curious-server case: 4 sites, each fn.LeastSquares(X, y) with 15 rows
+    and 40 features and ‖w‖² ≤ 4, L1 0.01."""
+    rng = np.random.default_rng(seed)
+    data = [(rng.standard_normal((rows, d)), rng.standard_normal(rows)) for _ in range(n)]
+    clients = [cf.Client(fn.LeastSquares(X, y), [fn.SquaredNorm() - 4], name=f"site-{i}")
+               for i, (X, y) in enumerate(data)]
+    return cf.Problem(clients, regularizer=prox.L1(0.01)), data
+
+
+def record_broadcasts(monkeypatch):
+    seen, original = [], Federation.broadcast
+
+    def spy(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        seen.append((args[0], out))
+        return out
+    monkeypatch.setattr(Federation, "broadcast", spy)
+    return seen
+
+
+def _correlation(a, b):
+    a, b = a - a.mean(), b - b.mean()
+    return abs(float(a @ b)) / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-300)
+
+
+@pytest.mark.parametrize("inner", ["newton", "newton-cg", "admm"])
+def test_a_curious_server_holds_no_single_sites_statistics(monkeypatch, inner):
+    """Everything broadcast hands the solver is a Sums of sums (nothing disclosed); no
+    array of it correlates with a site's XᵢᵀXᵢ (off the diagonal) or Xᵢᵀyᵢ the way the
+    per-site Hessian did (1.000000); the sums themselves equal the pooled Hessian."""
+    p, data = least_squares_sites()
+    if inner == "newton-cg":                                 # a smooth P
+        p = cf.Problem(p.clients, regularizer=prox.SquaredL2(0.01))
+    seen = record_broadcasts(monkeypatch)
+    res = cf.solve(p, inner=inner)
+    assert res.status == "optimal", res.message
+    assert seen and all(isinstance(s, Sums) and not s.disclosed for _, s in seen)
+    d = p.dim
+    iu = np.triu_indices(d, 1)
+    grams = [(X.T @ X / len(X))[iu] for X, _ in data]
+    moments = [X.T @ y for X, y in data]
+    worst = 0.0
+    for _, sums in seen:
+        for key, v in sums.items():
+            v = np.asarray(v, dtype=float)
+            if v.size == d * (d + 1) // 2:            # a Hessian triangle
+                H = np.zeros((d, d))
+                H[np.triu_indices(d)] = v
+                v = H[iu]
+                worst = max(worst, *(_correlation(v, g) for g in grams))
+            elif v.size == d:
+                worst = max(worst, *(_correlation(v, m) for m in moments))
+    assert worst < 0.9, worst
+    if inner == "newton":
+        hess = [s["hess"] for k, s in seen if "hess" in s]
+        assert hess, "the Newton rounds carried Hessian sums"
+
+
+def test_what_broadcast_returns_is_the_exact_sum_of_the_sites(monkeypatch):
+    """The Hessian sum a round brings is Σᵢ of the sites' own (recomputed here from
+    their data), not one of them."""
+    p, data = least_squares_sites()
+    seen = record_broadcasts(monkeypatch)
+    cf.solve(p, inner="newton", max_outer=1)
+    kind, first = seen[0]
+    d = p.dim
+    H = np.zeros((d, d))
+    H[np.triu_indices(d)] = first["hess"]
+    pooled = sum(X.T @ X / len(X) for X, _ in data)          # + the AL's constraint terms
+    off = np.triu_indices(d, 1)
+    assert _correlation(H[off], pooled[off]) > 0.999
+
+
+def test_every_field_is_declared_and_checked():
+    """The table declares every message type's fields; an undeclared payload or reply
+    field, and a disclosed one without private=False, are refused at the boundary."""
+    assert set(FIELDS) == {v for k, v in vars(M).items() if k.isupper()}
+    with pytest.raises(ValueError, match="undeclared fields \\['secret'\\]"):
+        check_payload({"w": np.zeros(2), "secret": 1.0}, message_type=M.NEWTON_EVAL)
+    with pytest.raises(ValueError, match="undeclared fields \\['X'\\]"):
+        check_reply(M.NEWTON_EVAL, {"values": np.zeros(1), "X": np.zeros(3)})
+    disclosed = [k for k, v in FIELDS[M.NEWTON_BASIS].reply.items() if v == DISCLOSED]
+    with pytest.raises(ValueError, match="only private=False"):
+        check_reply(M.NEWTON_BASIS, {disclosed[0]: np.zeros(3)})
+    check_reply(M.NEWTON_BASIS, {disclosed[0]: np.zeros(3)}, disclose=True)
+
+
+def test_a_site_that_does_not_disclose_refuses_newton_basis():
+    """A runtime that does not allow disclosure answers a request for its compact form
+    with an error naming it (not with the data)."""
+    p = np_problem(2)
+    runtime = PartyRuntime(PartyContext(p.clients[0]))
+    reply = runtime.call(1, M.NEWTON_BASIS, {"start": 0, "count": 10})
+    assert isinstance(reply, cf.PartyError) and "private=False" in str(reply)
+    with pytest.raises(ValueError, match="private=False"):
+        cf.solve(p, inner="newton-basis")
+
+
+@pytest.mark.parametrize("inner", ["newton", "newton-cg", "admm"])
+def test_the_sites_order_does_not_change_a_bit(inner):
+    """Exact sums: the same clients in another order give the same point, rounds and
+    bytes, bit for bit (a float sum over the sites would depend on the order)."""
+    p = np_problem(5, 0.4)
+    a = cf.solve(p, inner=inner)
+    b = cf.solve(cf.Problem(p.clients[::-1], server=p.server, regularizer=p.regularizer),
+                 inner=inner)
+    assert a.status == "optimal"
+    assert a.w.tobytes() == b.w.tobytes()
+    assert (a.rounds, a.bytes_up) == (b.rounds, b.bytes_up)
+    for name in a.multipliers:
+        assert a.multipliers[name].ineq.tobytes() == b.multipliers[name].ineq.tobytes()
