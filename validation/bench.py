@@ -400,7 +400,7 @@ def timed(fn, repeats):
 
 
 def row(name, label, res, wall, cpu, runs, ref_cpu):
-    up = res.bytes_up / max(res.rounds, 1) / 8
+    up = res.bytes_up / max(res.rounds, 1) / RING_BYTES       # entries of the exact sum
     n = max(len(res.multipliers) - ("server" in res.multipliers), 1)
     return (name, label, res.status, str(res.rounds), str(res.outer_iterations),
             f"{up / n:.0f}", f"{wall:.2f}", f"{cpu:.2f}", str(runs),
@@ -472,7 +472,7 @@ def main(argv=None):
              "", f"Command: `{C.command_line()}`; {time.strftime('%Y-%m-%d')}, "
              f"{os.cpu_count()} cores, load average {load:.2f} at the start (a shared "
              "machine: other jobs ran at the same time; compare CPU times).  tol = 1e-6 "
-             "(ε₁ = ε₂); times are medians over n runs; 'up' is the floats a client "
+             "(ε₁ = ε₂); times are medians over n runs; 'up' is the entries (of the exact sum, 32 bytes each) a client "
              "uploads per round on average; 'x Clarabel' the ratio of CPU times on the "
              "same case in the same run (cvxpy's compilation included).", "",
              "| case | solver (inner) | status | rounds | outer | up | wall (s) | CPU (s) "
