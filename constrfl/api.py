@@ -74,21 +74,26 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
 
     Options
     -------
-    inner : ``fedproxal``'s subproblem solver [``"auto"``]:
-        ``"newton"``: federated proximal Newton; each client uploads its local AL value,
-        gradient and Hessian (d(d+1)/2 floats, disclosing local curvature) in one round
-        per step; tens of rounds in all.
+    inner : ``fedproxal``'s subproblem solver [``"auto"``]; the server receives only
+        sums over the clients (docs/algorithms.md §9):
+        ``"newton"``: federated proximal Newton; the server gets the sum of the clients'
+        AL values, gradients and Hessians (d(d+1)/2 entries) in one round per step; tens
+        of rounds in all.
         ``"newton-cg"``: the same without Hessians: each conjugate-gradient iteration is
-        a round of Hessian-vector products (d floats up); needs a smooth P (none or
+        a round of Hessian-vector products (d entries up); needs a smooth P (none or
         ``SquaredL2``).
-        ``"newton-basis"``: ``"newton"``'s steps with each client's Hessian in a compact
-        exact form (its row basis, or its sparse entries), ≤ 50·d floats up a round.
+        ``"newton-basis"`` (only with ``private=False``): ``"newton"``'s steps with each
+        client's Hessian in a compact exact form (its row basis, or its sparse
+        entries), ≤ 50·d floats up a round, which the server sees client by client.
         ``"admm"``: Algorithm 2 of the paper; each round a client uploads two d-vectors
-        and two scalars; hundreds of rounds.
-        ``"auto"``: ``"newton"`` for d ≤ 500, else ``"newton-basis"`` where every party
-        has a compact Hessian the server can afford, else ``"newton-cg"`` with a smooth
-        P, else ``"newton"`` up to d = 1,000, else ``"admm"``
+        and two scalars (summed); hundreds of rounds.
+        ``"auto"``: ``"newton"`` for d ≤ 500, and up to d = 1,000 with a smooth P; with
+        ``private=False`` above d = 500 ``"newton-basis"`` where every party has a
+        compact Hessian the server can afford; else ``"newton-cg"`` with a smooth P,
+        else ``"newton"`` up to d = 1,000, else ``"admm"``
         (:func:`~constrfl.settings.choose_inner`; the README's benchmark says why).
+    private : True (default): only sums over the clients reach the server; False: the
+        clients may also disclose their compact Hessians (``"newton-basis"``).
     The other options, their meanings and defaults are the fields of the settings records
     of :mod:`constrfl.settings`: :class:`~constrfl.settings.NewtonSettings` (``inner=
     "newton"``, ``"newton-cg"``, ``"newton-basis"``; ``cproxal``), :class:`~constrfl.settings.ADMMSettings`

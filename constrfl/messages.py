@@ -109,7 +109,7 @@ FIELDS = {
     M.ADMM_START: _fields("gamma cold metric local_max_iter local_hessian adaptive rho",
                           {"rho": SUM, "Rv": SUM, "metric": SUM}, "u lam J"),
     M.ADMM_STEP: _fields("w tol", {"e": SUM, "Rv": SUM, "rho": SUM, "definition1_sq": SUM},
-                         "u lam rho J"),
+                         "u lam J"),
     M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt",
                            dict(_EVALUATION, **KKT_SHARE, multiplier_step_sq=SUM), "mu nu"),
     M.NEWTON_HVP: _fields("w v violation", {"hv": SUM}),

@@ -125,3 +125,24 @@ def test_the_sites_order_does_not_change_a_bit(inner):
     assert (a.rounds, a.bytes_up) == (b.rounds, b.bytes_up)
     for name in a.multipliers:
         assert a.multipliers[name].ineq.tobytes() == b.multipliers[name].ineq.tobytes()
+
+
+def test_the_maths_page_lists_every_field_as_declared():
+    """docs/algorithms.md §9's table of who sees what is the protocol's FIELDS, row by
+    row (a field added to one and not the other fails here)."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "algorithms.md").read_text()
+    section = text[text.index("## 9."):text.index("## 10.")]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`") and cells[0][1:-1] in FIELDS:
+            rows[cells[0][1:-1]] = [set() if c == "–" else {x.strip() for x in c.split(",")}
+                                    for c in cells[1:]]
+    assert set(rows) == set(FIELDS)
+    for name, f in FIELDS.items():
+        payload, sums, disclosed, kept = rows[name]
+        assert payload == set(f.payload), name
+        assert sums == {k for k, v in f.reply.items() if v != DISCLOSED}, name
+        assert disclosed == {k for k, v in f.reply.items() if v == DISCLOSED}, name
+        assert kept == set(f.private), name
