@@ -12,7 +12,8 @@ handler needs arrives in the message (there is no separate configuration).
 One module a concern, each registering its handlers in the dispatch table
 :data:`HANDLERS` (:mod:`.registry`) when this package is imported:
 
-* :mod:`.al` — ``al.begin``, ``al.update``, ``kkt.report``;
+* :mod:`.al` — ``al.begin``, ``al.update``, ``kkt.report``, and the site's record of the
+  multipliers it reported (:func:`reported_multipliers`, :func:`keep_records`);
 * :mod:`.admm` — ``admm.start``, ``admm.step``;
 * :mod:`.newton` — ``newton.eval``, ``newton.hvp``, ``newton.basis``, ``feas.eval``;
 * :mod:`.scaling` — ``scale.stats``;
@@ -24,37 +25,43 @@ package's names; the math the baselines' server shares with its clients is in
 :mod:`constrfl.corrections`.
 
 Handlers (message types of :class:`~constrfl.messages.MessageType`, equation
-numbers of docs/algorithms.md):
+numbers of docs/algorithms.md; every reply field is a *sum*: only its sum over the
+parties reaches the server, :data:`constrfl.messages.FIELDS`):
 
-* ``al.begin`` {w, beta}: start the subproblem (9) centred at w.
+* ``al.begin`` {w, beta}: start the subproblem (9) centred at w; reply the KKT share
+  at (w, μ, ν).
 * ``al.update`` {w, beta}: the multiplier step 3 of Algorithm 1 at w with the finished
-  subproblem's β, then the party's KKT share at (w, μ⁺, ν⁺); the next subproblem is
-  centred at w with penalty ``beta``.  Reply: μ⁺, ν⁺, the Lagrangian-gradient share
-  ∇fᵢ + ∇cᵢμ⁺ + ∇hᵢν⁺ and the party's feasibility, complementarity and Definition-1
-  residuals and fᵢ(w).
+  subproblem's β, then the party's KKT share at (w, μ⁺, ν⁺) — its Lagrangian and
+  objective gradients, fᵢ(w), the sketches of its largest feasibility, complementarity
+  and Definition-1 residuals and of the scale S₂'s terms (:mod:`constrfl.maxima`) —
+  and ‖(μ⁺, ν⁺) − (μ, ν)‖₂²; the multipliers stay here; the next subproblem is centred
+  at w with penalty ``beta``.
 * ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
   multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
 * ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho]}:
   φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
-  and the first ρᵢ (reply vᵢ = uᵢ, ρᵢ, an empty Jᵢ), else (uᵢ, λᵢ, ρᵢ) carry over and,
-  with ``metric``, the penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ (reply Jᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ).
+  and the first ρᵢ, else (uᵢ, λᵢ, ρᵢ) carry over and, with ``metric``, the penalty
+  becomes Rᵢ = ρᵢI + JᵢᵀJᵢ; reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ and JᵢᵀJᵢ's triangle.
 * ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the Rᵢ the server used), the
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
   ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
-  eᵢ, vᵢ = uᵢ + Rᵢ⁻¹λᵢ, ρᵢ, κᵢ (Definition 1 at (w, μ⁺)).
+  eᵢ, Rᵢvᵢ, ρᵢ, κᵢ² (Definition 1 at (w, μ⁺), squared).
 * ``newton.eval`` {w, order, [x, t], [kkt]}: ALᵢ at w and at x + tⱼ(w − x); with
   ``order`` ≥ 1 the gradient at w, with 2 also the upper triangle of its Hessian; with
-  ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)), the party's state
-  unchanged.
-* ``newton.eval`` with ``basis``: the Hessian as the core Cᵢ of its row basis (B1),
-  r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`).
-* ``newton.basis`` {start, count}: those columns of the party's row basis B.
+  ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)), the party's
+  multipliers unchanged.
+* ``newton.eval`` with ``basis`` (``private=False``): the Hessian as the core Cᵢ of its
+  row basis (B1), r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`),
+  disclosed.
+* ``newton.basis`` {start, count} (``private=False``): those columns of the party's row
+  basis B, disclosed.
 * ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
-  generalized Hessian at w times v (the Hessian-free Newton-CG; d floats up).
+  generalized Hessian at w times v (the Hessian-free Newton-CG; d entries up).
 * ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
-  ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` its largest violation.
-* ``scale.stats`` {w}: the scaling's column statistics at w⁰ (§8a); the party keeps its
-  row scales.
+  ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` the sketch of its largest
+  violation, its number of constraint rows and whether it is non-convex.
+* ``scale.stats`` {w}: the scaling's column statistics at w⁰ (§8a), squared; the party
+  keeps its row scales.
 * ``sgd.train``, ``dual.train``, ``adam.train`` {x, lr, steps, round, n_clients,
   penalty_weight, batch_size, seed, ...}: the baselines' K local steps (FedAvg / FedOpt /
   FedMid, FedDualAvg, FedCAda); reply Δᵢ (and FedCAda's mᵢ, vᵢ).
