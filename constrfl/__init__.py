@@ -6,9 +6,9 @@ ground-truth check.  See README.md, and docs/algorithms.md for the mathematics.
 """
 from . import functions, prox
 from .api import BASELINES, METHODS, solve
-from .certify import Certificate, certify
+from .groundtruth import Certificate, certify
 from .errors import PartyError
-from .kkt import kkt
+from .residuals import kkt
 from .problem import Client, Problem, Server
 from .result import KKT, Multipliers, SolveResult, load_result
 

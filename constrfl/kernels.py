@@ -609,7 +609,7 @@ def stacked_admm_step(X, y, s, term, logistic, A, o, a0, o0, mu, beta, gamma, wk
     return e, kappa, x, lam_new, status
 
 
-# ---- residuals and distances (constrfl.kkt, the ADMM handler) -------------------
+# ---- residuals and distances (constrfl.residuals, the ADMM handler) -------------------
 @numba.njit(cache=True)
 def max_abs_diff(a, b):
     """‖a − b‖∞ (NaN if an entry is NaN): 10× NumPy's at tens of entries."""

@@ -61,7 +61,7 @@ def _fields(payload, reply, private=""):
     return Fields(frozenset(payload.split()), dict(reply), tuple(private.split()))
 
 
-#: a party's share of the KKT residuals (:func:`constrfl.kkt.party_share`), all sums
+#: a party's share of the KKT residuals (:func:`constrfl.residuals.party_share`), all sums
 KKT_SHARE = {"lagrangian_grad": SUM, "objective_grad": SUM, "objective": SUM,
              "feasibility_max": SUM, "complementarity_max": SUM, "definition1_max": SUM,
              "linear_max": SUM, "offset_max": SUM}

@@ -12,7 +12,7 @@ Each :class:`Regularizer` gives
 * for a separable P (``separable = True``), ``subgradients(w, atol=0)``: arrays
   ``(lo, hi)`` with ``∂P(w) = Π_j [lo_j, hi_j]`` (``lo_j = +inf, hi_j = −inf``, an empty
   interval, outside dom P).  Its ``dist`` is ``max_j dist(0, g_j + [lo_j, hi_j])`` and
-  :func:`constrfl.kkt` uses the intervals to estimate multipliers by a linear program.
+  :func:`constrfl.residuals` uses the intervals to estimate multipliers by a linear program.
 
 A separable ``L1``, ``SquaredL2`` or ``ElasticNet`` plus a ``Box`` (or ``NonNegative``)
 is again prox-friendly: ``prox.L1(0.1) + prox.NonNegative()`` is a :class:`Boxed`.

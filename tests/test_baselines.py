@@ -10,7 +10,7 @@ import pytest
 import constrfl as cf
 from constrfl.exactsum import RING_BYTES
 from constrfl import functions as fn, prox
-from constrfl.certify import pooled_cvxpy
+from constrfl.groundtruth import pooled_cvxpy
 from constrfl.problems import federated_lasso
 
 # ---------------------------------------------------------------- hand-computed rounds

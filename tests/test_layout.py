@@ -234,3 +234,20 @@ def test_every_message_type_has_its_handler():
     from constrfl.parties import HANDLERS
     types = {v for k, v in vars(MessageType).items() if k.isupper()}
     assert set(HANDLERS) == types
+
+
+def test_no_name_of_the_package_hides_one_of_its_modules():
+    """``constrfl.<module>.<name>`` works as written for every module: no function or
+    class of the package's namespace carries a module's name (``cf.kkt`` the function
+    hid ``constrfl.kkt`` the module, and the README's ``constrfl.kkt.estimate_multipliers``
+    raised AttributeError)."""
+    import importlib
+    import pkgutil
+    import constrfl
+    for info in pkgutil.iter_modules(constrfl.__path__):
+        if info.name in ("__main__", "flower"):       # a script; an extra
+            continue
+        module = importlib.import_module(f"constrfl.{info.name}")
+        assert getattr(constrfl, info.name) is module, info.name
+    assert callable(constrfl.residuals.estimate_multipliers)
+    assert callable(constrfl.groundtruth.pooled_cvxpy)

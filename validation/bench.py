@@ -186,7 +186,7 @@ def _warm_up(task):
     for constrfl also the sparse one with ``inner="newton-basis"`` and L1, whose
     kernels (the sparse Hessian's pattern, a working set's submatrix) ``auto`` does not
     reach at that size."""
-    from constrfl.certify import TIGHT
+    from constrfl.groundtruth import TIGHT
     for tiny in (_synthetic(2, 20, 5), _sparse(2, 30, 80, 0.1)):
         if task["solver"] == "clarabel":
             cf.certify(tiny, tiny.start_point(), **TIGHT, time_limit=10.0)
@@ -201,7 +201,7 @@ def hd_run(task):
     """One measured call (in its own process, see common.run_isolated): build the case
     (not timed), then ``cf.solve`` / the estimator's ``fit`` / ``cf.certify`` (cvxpy and
     Clarabel on the pooled problem, build included) with wall, CPU and peak memory."""
-    from constrfl.certify import TIGHT
+    from constrfl.groundtruth import TIGHT
     T = task["T"]
     _warm_up(task)
     if task["build"][0] == "estimator" and task["solver"] == "constrfl":
@@ -372,7 +372,7 @@ def highdim(args):
         "compact Hessians (newton-basis where `auto` picks it); "
         "peak MB is the process's `ru_maxrss` at the end (in parentheses: at the start of "
         "the timed call, i.e. Python, the data and the problem); stationarity is the "
-        "final KKT stationarity (Clarabel: of its point, recomputed by `constrfl.kkt`); "
+        "final KKT stationarity (Clarabel: of its point, recomputed by `constrfl.residuals`); "
         "'x Clarabel' the ratio of wall times in the same run",
         "rounds are deterministic; times are noisy: 2 cores shared with other jobs (see "
         "the load averages)",

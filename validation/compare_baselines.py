@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 import common as C                                               # noqa: E402
 import constrfl as cf                                            # noqa: E402
 from constrfl.api import BASELINES                               # noqa: E402
-from constrfl.certify import pooled_cvxpy                        # noqa: E402
+from constrfl.groundtruth import pooled_cvxpy                        # noqa: E402
 from constrfl.problems import federated_lasso, neyman_pearson    # noqa: E402
 from constrfl.problems.datasets import (load_breast_cancer_wisconsin,  # noqa: E402
                                         make_classification)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..messages import MessageType as M, pack_upper
 from ..kernels import max_abs_diff, metric_times
-from ..kkt import definition1_sq
+from ..residuals import definition1_sq
 from ..solvers.augmented import plus_gauss_newton, plus_quadratic
 from ..solvers.block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
                              SPECTRAL_WEIGHT, compiled_block, exact_block)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..messages import MessageType as M
-from ..kkt import party_share
+from ..residuals import party_share
 from ..records import Multipliers
 from ..scaling import row_scaling
 from ..solvers.augmented import AugmentedTerm
@@ -28,7 +28,7 @@ RECORDS = ("kkt", "ride", "report")
 
 def kkt_share(party, state, w, mu, nu, record="kkt"):
     """The party's part of a KKT round at (w, μ, ν), in the user's units for a scaled
-    party: its share of the residuals (:func:`~constrfl.kkt.party_share`, sums only) and
+    party: its share of the residuals (:func:`~constrfl.residuals.party_share`, sums only) and
     ``multiplier_step_sq`` = ‖(μ, ν) − (μᵏ, νᵏ)‖₂² from its multipliers in ``state``;
     and the state's record of the multipliers it reported (``<record>_mu``,
     ``<record>_nu``, one of :data:`RECORDS`: what the site can tell its user, never

@@ -104,7 +104,7 @@ from ..errors import PartyError, SolveStop
 from ..execution import bookkeeping, run
 from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
 from ..messages import MessageType as M
-from ..kkt import measured_at
+from ..residuals import measured_at
 from ..progress import IterationTable, status_text
 from ..records import KKT, saved_as
 from ..result import SolveResult

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import PartyError
 from ..maxima import largest
 from ..messages import MessageType as M
-from ..kkt import measured_at
+from ..residuals import measured_at
 from ..prox import Box, L1Ball, L2Ball, Zero
 from .newton import Newton
 

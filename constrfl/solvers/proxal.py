@@ -26,7 +26,7 @@ from .. import status as st
 from ..errors import NonFiniteIterate, SolveStop
 from ..messages import MessageType as M
 from ..progress import log
-from ..kkt import measured_at
+from ..residuals import measured_at
 from ..records import KKT, Multipliers, saved_as
 from .inner import InnerSolver
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
@@ -98,7 +98,7 @@ def _start(fed, inner, k, w, beta, eta, tau, update, previous=None, extra=None):
 
 
 def _kkt_round(problem, w, sums):
-    """The KKT residuals and objective (:func:`~constrfl.kkt.measured_at`) and the
+    """The KKT residuals and objective (:func:`~constrfl.residuals.measured_at`) and the
     multiplier step ‖(μᵏ⁺¹, νᵏ⁺¹) − (μᵏ, νᵏ)‖₂ over every party (for rule (11)) from a
     round's sums."""
     kkt, objective = measured_at(problem, w, sums)

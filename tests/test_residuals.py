@@ -12,7 +12,7 @@ import pytest
 import constrfl as cf
 from constrfl import functions as fn
 from constrfl import prox
-from constrfl.kkt import EstimatedKKT, estimate_multipliers
+from constrfl.residuals import EstimatedKKT, estimate_multipliers
 from builders import lcqp_problem, np_problem
 
 CASES = {
@@ -132,7 +132,7 @@ def test_non_separable_regularizer_uses_the_least_squares_fallback():
 def test_definition1_row_by_row():
     """|cⱼ| on rows with μⱼ > atol, [cⱼ]₊ on the others, |hⱼ|: the largest, and the sum
     of squares; inf for a negative μ and NaN for a NaN value (never a silent zero)."""
-    from constrfl.kkt import definition1, definition1_sq
+    from constrfl.residuals import definition1, definition1_sq
     c, mu = np.array([-0.5, 0.2, -0.3]), np.array([1.0, 0.0, 1e-9])
     assert definition1(c, np.zeros(0), mu) == 0.5
     assert definition1(c, np.zeros(0), mu, atol=1e-8) == 0.5

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .functions import NoCvxpyForm
-from .kkt import as_multipliers, kkt as compute_kkt
+from .residuals import as_multipliers, kkt as compute_kkt
 from .problem import Problem
 from .result import KKT, Multipliers, SolveResult
 
@@ -196,10 +196,10 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
             gap_tol=None, kkt_tol=1e-6, **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
     compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``;
-    without them :func:`constrfl.kkt` estimates ours).
+    without them :func:`constrfl.residuals` estimates ours).
 
     Clarabel runs with tolerances 1e-9 first and with its defaults if that does not
-    end "optimal" or "infeasible".  ``atol`` is passed to :func:`constrfl.kkt` for the
+    end "optimal" or "infeasible".  ``atol`` is passed to :func:`constrfl.residuals` for the
     reference point only (an interior-point solution sits near, not on, kinks, bounds
     and μ = 0).  The reference point is projected onto dom P (``P.prox(w*, 0)``) when
     P's value is inf there: a solver's point may lie 1e-10 (Clarabel) to 1e-5 (SCS)
