@@ -104,6 +104,11 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     failed.  Statuses: :mod:`constrfl.status`.
     """
     start = time.perf_counter()
+    for name, flag in (("verbose", verbose), ("progress", progress)):
+        if not (isinstance(flag, bool) or (name == "progress" and flag is None)):
+            raise TypeError(f"{name} must be True or False"
+                            f"{' (or None: when stderr is a terminal)' if name == 'progress' else ''}"
+                            f", got {flag!r}")
     if federation is None:
         if not isinstance(problem, Problem):
             raise TypeError(f"problem must be a constrfl.Problem, got "

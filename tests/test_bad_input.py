@@ -3,6 +3,7 @@ work; a non-finite value during the run ends with status "numerical_error"."""
 import numpy as np
 import pytest
 
+import builders
 import constrfl as cf
 from constrfl import functions as fn, prox
 
@@ -198,3 +199,12 @@ def test_certify_names_bad_arguments():
         cf.certify(p, np.zeros(3), solver=None)
     with pytest.raises(TypeError, match="certify: problem must be a constrfl.Problem"):
         cf.certify("abc", np.zeros(3))
+
+
+@pytest.mark.parametrize("name, value", [("verbose", "yes"), ("verbose", 1),
+                                         ("progress", "no"), ("verbose", None)])
+def test_a_flag_of_another_type_is_refused(name, value):
+    """verbose and progress are booleans (progress also None: when stderr is a terminal),
+    like every other option: a string is refused, not taken as truthy."""
+    with pytest.raises(TypeError, match=f"{name} must be True or False"):
+        cf.solve(builders.np_problem(2), **{name: value})
