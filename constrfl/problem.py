@@ -464,6 +464,9 @@ def _checked(slot, what, a, shape):
     which starts threads on a Hessian) decides
     that every entry is finite; the exact test runs only when it overflows.)"""
     if type(a) is not np.ndarray or a.dtype != _FLOAT64:
+        if a is None:           # (np.asarray(None, float) would be NaN: not a NaN of its)
+            raise PartyError(st.CLIENT_ERROR, slot, f"its {what} is None (the function "
+                             "returned nothing)") from TypeError(f"{what} is None")
         try:
             a = np.asarray(a, dtype=np.float64)
         except (TypeError, ValueError) as exc:
