@@ -596,6 +596,14 @@ class LogisticLoss(_RowLoss):
                 - (self.s * self.y) @ z) / self.s.sum()
 
 
+def _numbers(x, name):
+    """A user function's result as float64 (None is a fault of the function, not a NaN:
+    ``np.asarray(None, float)`` would be one)."""
+    if x is None:
+        raise TypeError(f"{name} returned None")
+    return np.asarray(x, dtype=np.float64)
+
+
 class Custom(Function):
     """User code: ``value(w)``, ``grad(w)`` and optionally ``hess(w)``.
 
@@ -613,16 +621,16 @@ class Custom(Function):
         self.curvature = "convex" if convex else "nonconvex"
 
     def value(self, w):
-        v = np.asarray(self._value(w), dtype=np.float64)
+        v = _numbers(self._value(w), "value")
         return float(v) if self.size is None and v.ndim == 0 else v   # shapes: checked by the party
 
     def grad(self, w):
-        return np.asarray(self._grad(w), dtype=np.float64)
+        return _numbers(self._grad(w), "grad")
 
     def hess(self, w, y=None):
         if self._hess is None:
             return None
-        H = np.asarray(self._hess(w), dtype=np.float64)
+        H = _numbers(self._hess(w), "hess")
         if self.size is None:
             return H if y is None else y * H
         return np.tensordot(np.asarray(y, dtype=np.float64), H, axes=1)
