@@ -74,28 +74,43 @@ def test_time_limit_inside_the_inner_loop():
     assert again.w.tobytes() == full.w.tobytes() and again.rounds == full.rounds
 
 
-class CountedGrad:
-    """A client objective behind a Custom whose gradient counts its calls and takes
-    ``pause`` seconds at call ``pause_at`` (a round that outlasts max_time)."""
+class Clock:
+    """``time.perf_counter`` for a test: it stands still but where the test moves it."""
 
-    def __init__(self, f, pause_at=None, pause=0.0):
-        self.f, self.pause_at, self.pause, self.calls = f, pause_at, pause, 0
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class CountedGrad:
+    """A client objective behind a Custom whose gradient counts its calls and, at call
+    ``pause_at``, moves the ``clock`` on by ``pause`` seconds (a round that outlasts
+    max_time, on a clock the test owns: no sleep, no dependence on the machine)."""
+
+    def __init__(self, f, clock=None, pause_at=None, pause=0.0):
+        self.f, self.clock, self.pause_at, self.pause = f, clock, pause_at, pause
+        self.calls = 0
         self.fn = cf.functions.Custom(f.value, self.grad, f.hess, dim=f.dim)
 
     def grad(self, w):
         self.calls += 1
         if self.calls == self.pause_at:
-            time.sleep(self.pause)
+            self.clock.now += self.pause
         return self.f.grad(w)
 
 
-def test_time_limit_inside_a_round():
+def test_time_limit_inside_a_round(monkeypatch):
     """max_time is also checked between the clients of a round: once it has run out
     during one client's turn the others are not asked, the round is not counted, and
-    the result (the clients who answered keep their replies) resumes bit for bit."""
+    the result (the clients who answered keep their replies) resumes bit for bit.  The
+    solve runs on a clock that moves only during that turn: the counts are exact."""
+    clock = Clock()
+
     def problem():
         p = np_problem(4, 0.4, rows=200)
-        spies = [CountedGrad(c.objective, *((5, 0.5) if i == 0 else ()))
+        spies = [CountedGrad(c.objective, *((clock, 5, 0.5) if i == 0 else ()))
                  for i, c in enumerate(p.clients)]
         p.clients = [cf.Client(objective=s.fn, constraints=c.constraints, name=c.name)
                      for s, c in zip(spies, p.clients)]
@@ -103,7 +118,9 @@ def test_time_limit_inside_a_round():
     opts = dict(inner="newton")
     full = cf.solve(problem()[0], **opts)
     p, spies = problem()
+    monkeypatch.setattr(time, "perf_counter", clock)
     res = cf.solve(p, max_time=0.3, **opts)
+    monkeypatch.undo()
     assert res.status == "time_limit"
     # a client's gradients: 2 in the first round (its KKT share at w⁰ and its Newton
     # evaluation), then one a round; the first client's fifth, in the fourth round,
