@@ -242,7 +242,8 @@ class Client(Party):
             raise ValueError(f"client name must be a string other than 'server', got {name!r}")
         super().__init__(objective, constraints, equalities, name)
         if self.is_empty:
-            raise ValueError(f"{self._where()}: has neither an objective nor constraints")
+            raise ValueError(f"{self._where() if self.name else 'client (unnamed)'}: has "
+                             "neither an objective nor constraints")
 
 
 class Server(Party):

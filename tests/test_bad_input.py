@@ -172,14 +172,14 @@ def test_templates_name_zero_columns_and_string_bounds():
     with pytest.raises(ValueError, match="neyman_pearson: X has no columns"):
         neyman_pearson(np.ones((4, 0)), y, ids, 0.2)
     with pytest.raises(ValueError, match="fairness: X has no columns"):
-        fairness(np.ones((4, 0)), y, ids, sensitive=y)
+        fairness(np.ones((4, 0)), y, ids, sensitive_features=y)
     with pytest.raises(ValueError, match="norm_ball_logistic: data: X has no columns"):
         norm_ball_logistic(data=(np.ones((4, 0)), y, ids))
     with pytest.raises(TypeError, match=r"neyman_pearson: max_class1_loss must be a real "
                                         r"number, got '0.2' \(str\)"):
         neyman_pearson(X, y, ids, max_class1_loss="0.2")
     with pytest.raises(TypeError, match="fairness: max_disparity must be a real number"):
-        fairness(X, y, ids, max_disparity="0.1", sensitive=y)
+        fairness(X, y, ids, max_disparity="0.1", sensitive_features=y)
     with pytest.raises(TypeError, match="neyman_pearson: X must be a 2-D array of real"):
         neyman_pearson(np.array([["a", "b"]] * 4), y, ids, 0.2)
 

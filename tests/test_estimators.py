@@ -28,7 +28,7 @@ import scipy.sparse as sp
 import pytest
 from scipy.special import expit
 
-from constrfl import prox
+from constrfl import Client, prox
 from constrfl.estimators import (ConvergenceError, ConvergenceWarning, FairClassifier,
                                  NeymanPearsonClassifier, NotFittedError)
 from constrfl.estimators._coordinates import _coef_penalty
@@ -710,3 +710,26 @@ def test_wide_sparse_fit_uses_compact_hessians_and_names_its_penalty_publicly():
     with pytest.raises(ValueError, match="needs a smooth regularizer") as err:
         l1.fit(X, y, client_ids=ids)
     assert "_CoefPenalty" not in str(err.value) and "L1(lam=0.01)" in str(err.value)
+
+
+def test_one_name_for_one_thing():
+    """The template and the estimator both say ``sensitive_features``; string client
+    labels name the clients as given; an estimator's bad bound names the estimator; an
+    empty client says it is unnamed."""
+    import inspect
+    from constrfl.problems import fairness
+    assert "sensitive_features" in inspect.signature(fairness).parameters
+    assert "sensitive" not in inspect.signature(fairness).parameters
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    sites = np.array(["White", "Black", "Asian"])[np.arange(120) % 3]
+    est = NeymanPearsonClassifier(0.5).fit(X, y, client_ids=sites)
+    assert set(est.result_.multipliers) == {"server", "White", "Black", "Asian"}
+    for bad in (-1, 0.0, float("nan"), "0.2", True):
+        with pytest.raises(ValueError, match=r"^NeymanPearsonClassifier: max_class1_loss"):
+            NeymanPearsonClassifier(bad).fit(X, y, client_ids=sites)
+    with pytest.raises(ValueError, match=r"^FairClassifier: max_disparity"):
+        FairClassifier(-0.1).fit(X, y, sensitive_features=y, client_ids=sites)
+    with pytest.raises(ValueError, match=r"client \(unnamed\): has neither"):
+        Client()

@@ -126,8 +126,8 @@ def test_neyman_pearson_sparse_server_data():
 def test_fairness_sparse_parties_evaluate_like_dense():
     X, y, ids = one_hot_data()
     s = (np.random.default_rng(7).random(len(y)) < 0.4).astype(int)
-    a = fairness(X, y, ids, 0.05, sensitive=s, server_data=(X[:90], y[:90], s[:90]))
-    b = fairness(sp.csr_array(X), y, ids, 0.05, sensitive=s,
+    a = fairness(X, y, ids, 0.05, sensitive_features=s, server_data=(X[:90], y[:90], s[:90]))
+    b = fairness(sp.csr_array(X), y, ids, 0.05, sensitive_features=s,
                  server_data=(sp.csr_array(X[:90]), y[:90], s[:90]))
     w = np.random.default_rng(8).standard_normal(X.shape[1])
     for pa, pb in zip(a.parties, b.parties):

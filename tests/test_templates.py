@@ -204,7 +204,7 @@ def _fairness_data():
 @pytest.fixture(scope="module")
 def fair():
     D, S, ids = _fairness_data()
-    prob = fairness(D.X, D.y, ids, 0.05, sensitive=D.sensitive,
+    prob = fairness(D.X, D.y, ids, 0.05, sensitive_features=D.sensitive,
                     server_data=(S.X, S.y, S.sensitive))
     return prob, {m: cf.solve(prob, method=m, tol=TOL) for m in METHODS}
 
@@ -252,12 +252,12 @@ def test_fairness_skips_a_client_without_one_subgroup():
     D, _, ids = _fairness_data()
     ids = ids.copy()
     ids[(ids == 1) & (D.sensitive == 1)] = 0          # client 1: only subgroup a left
-    prob = fairness(D.X, D.y, ids, max_disparity=0.05, sensitive=D.sensitive)
+    prob = fairness(D.X, D.y, ids, max_disparity=0.05, sensitive_features=D.sensitive)
     assert [c.n_ineq for c in prob.clients] == [2, 0, 2]
     assert prob.server.is_empty
     res = cf.solve(prob, method="fedproxal", tol=TOL)
     assert res.status == "optimal", res.message
-    no_local = fairness(D.X, D.y, ids, sensitive=D.sensitive, local=False)
+    no_local = fairness(D.X, D.y, ids, sensitive_features=D.sensitive, local=False)
     assert [c.n_ineq for c in no_local.clients] == [0, 0, 0]
 
 
@@ -265,7 +265,7 @@ def test_fairness_skips_a_client_without_one_subgroup():
 
 def _bad_fairness(**kw):
     D, S, ids = _fairness_data()
-    args = dict(X=D.X, y=D.y, sensitive=D.sensitive, client_ids=ids)
+    args = dict(X=D.X, y=D.y, sensitive_features=D.sensitive, client_ids=ids)
     args.update(kw)
     return fairness(**args)
 
@@ -291,7 +291,7 @@ BAD = [
     (_bad_fairness, dict(max_disparity=0.0), "max_disparity"),
     (_bad_fairness, dict(max_disparity=np.inf), "max_disparity"),
     (_bad_fairness, dict(y=np.zeros(5)), "y"),
-    (_bad_fairness, dict(sensitive=np.full(300, 2)), "sensitive"),
+    (_bad_fairness, dict(sensitive_features=np.full(300, 2)), "sensitive"),
     (_bad_fairness, dict(client_ids=np.zeros(7)), "client_ids"),
     (_bad_fairness, dict(X=np.ones(300)), "X"),
     (_bad_fairness, dict(server_data=(np.ones((4, 5)), np.ones(4))), "server_data"),
@@ -345,7 +345,7 @@ def test_bad_labels_on_server_and_in_fairness_are_named():
     s = D.sensitive.astype(float)
     s[fids == 2] = np.nan
     with pytest.raises(ValueError, match=r"fairness: sensitive .*client 2: 100 of 100 rows"):
-        fairness(D.X, D.y, fids, sensitive=s)
+        fairness(D.X, D.y, fids, sensitive_features=s)
     with pytest.raises(ValueError, match=r"norm_ball_logistic: data: y .*client 0: 1 of"):
         norm_ball_logistic(data=(X, np.r_[7.0, y[1:]], ids))
 
@@ -361,7 +361,7 @@ def test_data_templates_share_one_argument_order():
         assert all(p.kind == p.KEYWORD_ONLY for p in params[4:])
     D, _, ids = _fairness_data()
     with pytest.raises(TypeError, match="fairness: max_disparity must be a real number"):
-        fairness(D.X, D.y, D.sensitive, ids, sensitive=D.sensitive)
+        fairness(D.X, D.y, D.sensitive, ids, sensitive_features=D.sensitive)
     with pytest.raises(TypeError, match="sensitive"):
         fairness(D.X, D.y, ids, 0.1)
 

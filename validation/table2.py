@@ -83,7 +83,7 @@ def run_one(case):
     train, test = load(data, subsample)
     X, y, s = train.X, train.y, train.sensitive
     ids = stratified_split(2 * y + s, n, seed=seed)
-    problem = fairness(X, y, ids, DELTA, sensitive=s,
+    problem = fairness(X, y, ids, DELTA, sensitive_features=s,
                        server_data=(test.X, test.y, test.sensitive),
                        regularizer=C.ridge_regularizer(ridge))
     runs = []

@@ -101,6 +101,11 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
             delattr(self, name)
 
     def _check_params(self):
+        bound = getattr(self, self._bound)
+        if (isinstance(bound, bool) or not isinstance(bound, numbers.Real)
+                or not np.isfinite(bound) or bound <= 0):
+            raise ValueError(f"{type(self).__name__}: {self._bound} must be a finite number "
+                             f"> 0, got {bound!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         a = self.alpha

@@ -29,6 +29,8 @@ class FairClassifier(_ConstrainedLogistic):
     features as one group.  (fairlearn's reductions raise instead.)
     """
 
+    _bound = "max_disparity"           # the template's bound, checked in _check_params
+
     def __init__(self, max_disparity=0.1, *, alpha=1e-2, regularizer=None,
                  method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
                  random_state=0, solver_options=None, on_failure="raise"):
@@ -79,7 +81,8 @@ class FairClassifier(_ConstrainedLogistic):
         in_b = np.zeros(X.shape[0], bool) if s is None else s == groups[1]
         with _scaled_on_purpose():
             problem = problems.fairness(coords.design(X), y01.astype(np.int64), ids,
-                                        self.max_disparity, sensitive=in_b.astype(np.int64),
+                                        self.max_disparity,
+                                        sensitive_features=in_b.astype(np.int64),
                                         server_data=server,
                                         regularizer=self._penalty(coords))
         if not any(p.n_ineq for p in problem.parties):

@@ -44,9 +44,12 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
     classes_ : the two labels, sorted; ``classes_[1]`` is the protected class.
     coef_ : ndarray (1, n_features).   intercept_ : ndarray (1,) (0 without intercept).
     result_ : the :class:`~constrfl.result.SolveResult` (status, kkt, multipliers per
-        client ``"client-<id>"``, rounds, history; ``result_.w`` includes the intercept).
+        client — its ``client_ids`` label when a string, else ``"client-<id>"`` —,
+        rounds, history; ``result_.w`` includes the intercept).
     n_features_in_ : int.   feature_names_in_ : set by scikit-learn for DataFrames.
     """
+
+    _bound = "max_class1_loss"         # the template's bound, checked in _check_params
 
     def __init__(self, max_class1_loss=0.2, *, alpha=1e-2, regularizer=None,
                  method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,

@@ -73,6 +73,14 @@ def labels01(caller, name, y, ids=None, where="client"):
     return y.astype(np.float64)
 
 
+def client_name(label):
+    """The name of the client of ``client_ids`` label ``label``: the label itself when it
+    is a string (``client_ids=df["site"]`` names the clients by the sites), else
+    ``"client-<label>"``."""
+    label = plain(label)
+    return label if isinstance(label, str) else f"client-{label}"
+
+
 def warn_if_badly_scaled(caller, X, stacklevel=3):
     """UserWarning when the columns' scales (max |x_j| over the rows, all-zero columns
     left out) differ by more than ``SCALE_RATIO_WARN``: the solvers' tolerances are

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import client_name, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["fairness"]
 
@@ -38,18 +38,18 @@ def _disparity(La, Lb, delta):
     return [La - Lb - delta, Lb - La - delta]
 
 
-def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None,
+def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive_features, server_data=None,
              local=True, regularizer=None):
     """Eq. (32): ``min (1/n) Σᵢ Lᵢ(w)`` s.t. for i = 0..n
     ``L(w; Dᵢᵃ) − L(w; Dᵢᵇ) ≤ δ`` and ``L(w; Dᵢᵇ) − L(w; Dᵢᵃ) ≤ δ``.
 
     ``L`` is the mean logistic loss (31), ``Lᵢ`` that of all of client i's rows,
-    ``δ = max_disparity``, ``a``/``b`` the rows with ``sensitive`` 0/1 (labels ``y`` and
-    ``sensitive`` in {0, 1}, one entry per row; a keyword argument).  ``X`` is a 2-D
-    array or any ``scipy.sparse`` matrix (kept sparse).  The argument order is that of
-    every template: ``(X, y, client_ids, <bound>, *, ...)``.
-    ``client_ids[j]`` names the client of row j (clients in
-    sorted order, named ``client-<id>``).  Each client holds its pair of disparity
+    ``δ = max_disparity``, ``a``/``b`` the rows with ``sensitive_features`` 0/1 (labels
+    ``y`` and ``sensitive_features`` in {0, 1}, one entry per row; a keyword argument,
+    the estimator's name).  ``X`` is a 2-D array or any ``scipy.sparse`` matrix (kept
+    sparse).  The argument order is that of every template: ``(X, y, client_ids,
+    <bound>, *, ...)``.  ``client_ids[j]`` names the client of row j (clients in sorted
+    order, named by the label when it is a string, else ``client-<id>``).  Each client holds its pair of disparity
     constraints (``local=False`` drops them); **a client lacking rows of one subgroup
     gets no disparity constraints** (its disparity is undefined) but keeps its objective.
     ``server_data=(X0, y0, s0)`` puts the same pair on the server's rows (i = 0, the
@@ -59,7 +59,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
     ``cf.solve`` runs (without the convex theory's guarantees) and ``cf.certify``
     raises ValueError, since no convex ground truth exists.
     """
-    X, y, s, ids = _party_rows(X, y, sensitive, client_ids)
+    X, y, s, ids = _party_rows(X, y, sensitive_features, client_ids)
     warn_if_badly_scaled(CALLER, X)
     max_disparity = real_arg(CALLER, "max_disparity", max_disparity, positive=True)
     labels = np.unique(ids)
@@ -78,7 +78,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive, server_data=None
         else:
             objective, cons = fn.LogisticLoss(X[r], y[r]), []
         clients.append(Client(objective=(1.0 / len(labels)) * objective,
-                              constraints=cons, name=f"client-{i}"))
+                              constraints=cons, name=client_name(i)))
     server = None
     if server_data is not None:
         try:

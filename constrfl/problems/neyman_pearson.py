@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import client_name, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["neyman_pearson"]
 
@@ -50,7 +50,7 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
                 if local and X1.shape[0] else [])
         if objective is not None or cons:
             clients.append(Client(objective=objective, constraints=cons,
-                                  name=f"client-{i}"))
+                                  name=client_name(i)))
     server = None
     if server_data is not None:
         try:

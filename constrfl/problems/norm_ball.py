@@ -7,7 +7,7 @@ import numpy as np
 from .. import functions as fn
 from .. import prox
 from ..problem import Client, Problem
-from ._args import int_arg, labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import client_name, int_arg, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["norm_ball_logistic"]
 
@@ -58,7 +58,7 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
         w_true = None
     labels = np.unique(ids)
     clients = [Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[ids == i], y[ids == i]),
-                      name=f"client-{i}") for i in labels]
+                      name=client_name(i)) for i in labels]
     problem = Problem(clients, regularizer=BALLS[ball](radius))
     problem.w_true = w_true
     return problem
