@@ -161,11 +161,23 @@ def _duals(cons, n):
                            for c in cons])
 
 
+def _fitted(problem, result):
+    """``(problem, result)``, those of a fitted estimator for one."""
+    if not isinstance(problem, Problem) and hasattr(problem, "result_"):
+        if not hasattr(problem, "problem_"):
+            raise TypeError(f"certify: {type(problem).__name__} has no problem_ (fitted "
+                            "by an earlier version?): fit it again")
+        return problem.problem_, problem.result_ if result is None else result
+    if result is None:
+        raise TypeError("certify: pass the result (a SolveResult or a point w) to check")
+    return problem, result
+
+
 def _point(problem, result, multipliers):
     """``(w, multipliers)`` from a SolveResult or a point; named errors otherwise."""
     if not isinstance(problem, Problem):
-        raise TypeError(f"certify: problem must be a constrfl.Problem, got "
-                        f"{type(problem).__name__}")
+        raise TypeError(f"certify: problem must be a constrfl.Problem or a fitted "
+                        f"estimator, got {type(problem).__name__}")
     if isinstance(result, SolveResult):
         return result.w, result.multipliers
     w = np.asarray(result)
@@ -192,11 +204,14 @@ def _solver(solver):
     return solver.upper()
 
 
-def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
+def certify(problem, result=None, multipliers=None, *, solver="CLARABEL", atol=1e-6,
             gap_tol=None, kkt_tol=1e-6, **solver_options):
     """Solve the pooled problem with cvxpy (Clarabel, tight tolerances by default) and
     compare it with ``result`` (a SolveResult, or a point ``w`` with ``multipliers``;
-    without them :func:`constrfl.residuals` estimates ours).
+    without them :func:`constrfl.residuals` estimates ours).  ``problem`` may also be a
+    fitted estimator (``cf.certify(clf)`` or ``cf.certify(clf, clf.result_)``): its
+    ``problem_`` (the problem it solved, in its own coordinates) against its
+    ``result_`` by default.
 
     Clarabel runs with tolerances 1e-9 first and with its defaults if that does not
     end "optimal" or "infeasible".  ``atol`` is passed to :func:`constrfl.residuals` for the
@@ -210,6 +225,7 @@ def certify(problem, result, multipliers=None, *, solver="CLARABEL", atol=1e-6,
     by cvxpy's status; a cvxpy "infeasible" gives a certificate without reference
     point, any other cvxpy failure a RuntimeError.
     """
+    problem, result = _fitted(problem, result)
     w, multipliers = _point(problem, result, multipliers)
     solver = _solver(solver)
     kkt_tol = _tolerance(kkt_tol, "kkt_tol")

@@ -733,3 +733,25 @@ def test_one_name_for_one_thing():
         FairClassifier(-0.1).fit(X, y, sensitive_features=y, client_ids=sites)
     with pytest.raises(ValueError, match=r"client \(unnamed\): has neither"):
         Client()
+
+
+def test_a_fitted_estimator_is_certified_and_takes_the_solvers_defaults():
+    """cf.certify(clf, clf.result_) (and cf.certify(clf)) checks the fit against cvxpy on
+    the problem the estimator solved; with inner='admm' and no beta the ADMM runs at its
+    own default β (2,000), with inner='newton' at Newton's (100): one source."""
+    import constrfl as cf
+    from constrfl.settings import ADMMSettings, NewtonSettings
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((150, 3))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(150) > 0).astype(int)
+    ids = np.arange(150) % 3
+    clf = NeymanPearsonClassifier(0.5).fit(X, y, client_ids=ids)
+    cert = cf.certify(clf, clf.result_)
+    assert cert.reference_status == "optimal" and cert.ok, cert
+    assert cf.certify(clf).objective_gap == cert.objective_gap
+    assert clf.result_.settings["beta"] == NewtonSettings().beta
+    admm = NeymanPearsonClassifier(0.5, solver_options={"inner": "admm"}).fit(
+        X, y, client_ids=ids)
+    assert admm.result_.settings["beta"] == ADMMSettings().beta == 2000.0
+    with pytest.raises(TypeError, match="fitted estimator"):
+        cf.certify("not a problem", clf.result_)

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from ..api import METHODS, solve
+from ..settings import ADMMSettings, NewtonSettings
 from ..prox import Regularizer
 from ._coordinates import _coef_penalty, _column_std, _Coordinates, _ridge_weight
 from ._sklearn import (HAVE_SKLEARN, ConvergenceWarning, _BaseEstimator, _ClassifierMixin,
@@ -128,13 +129,20 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
                              "parameters (random_state for seed)")
         return dict(opts)
 
-    def _coordinates(self, X):
+    def _beta(self, options):
+        """β of the fit: ``beta``, or the default of the settings record of the inner
+        solver ``options`` ask for (one source: :mod:`constrfl.settings`)."""
+        if self.beta is not None:
+            return self.beta
+        return (ADMMSettings if options.get("inner") == "admm" else NewtonSettings)().beta
+
+    def _coordinates(self, X, options):
         """The solver's coordinates for this fit (see :class:`_Coordinates`)."""
         coords = _Coordinates(X, self.fit_intercept)
-        coords.scale = self._column_scales(X[:, :coords.k])
+        coords.scale = self._column_scales(X[:, :coords.k], self._beta(options))
         return coords
 
-    def _column_scales(self, F):
+    def _column_scales(self, F, beta):
         """σ_j of :class:`_Coordinates`: ``std_j`` capped at ``√(a_j·beta)``, with
         ``a_j`` coef_j's ridge weight (alpha plus the regularizer's own ½·q·coef² part);
         ``std_j`` alone where ``a_j = 0``; 1 for constant columns, and 1 throughout for a
@@ -143,7 +151,6 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         if self.regularizer is not None and not self.regularizer.separable:
             return np.ones(k)
         std = _column_std(F)
-        beta = self.beta
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not beta > 0:
             return np.where(std > 0, std, 1.0)           # solve() names the bad beta
         a = self.alpha + np.broadcast_to(_ridge_weight(self.regularizer, k), (k,))
@@ -159,8 +166,9 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         # the columns are already centred and scaled (_Coordinates); cf.solve's row
         # scaling on top of them (its default, scaling="rows") slows the fit: NP, one
         # feature × 1e6, 163 rounds against 41 without it (27 on the clean data)
-        res = solve(problem, method=self.method, tol=self.tol, beta=self.beta,
-                    seed=_seed(self.random_state), **{"scaling": False, **options})
+        given = {k: v for k, v in (("tol", self.tol), ("beta", self.beta)) if v is not None}
+        res = solve(problem, method=self.method, seed=_seed(self.random_state),
+                    **{"scaling": False, **given, **options})
         if res.status != "optimal":
             text = (f"{type(self).__name__}.fit: the solve stopped with status "
                     f"{res.status!r} ({res.message}); the model may violate its constraints "
@@ -180,6 +188,7 @@ class _ConstrainedLogistic(_ClassifierMixin, _BaseEstimator):
         self.coef_ = coef.reshape(1, -1)
         self.intercept_ = np.array([intercept])
         self.result_ = res
+        self.problem_ = problem
         if not HAVE_SKLEARN:
             self.n_features_in_ = coords.n_features
         return self

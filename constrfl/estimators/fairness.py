@@ -32,7 +32,7 @@ class FairClassifier(_ConstrainedLogistic):
     _bound = "max_disparity"           # the template's bound, checked in _check_params
 
     def __init__(self, max_disparity=0.1, *, alpha=1e-2, regularizer=None,
-                 method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
+                 method="fedproxal", tol=None, beta=None, fit_intercept=True,
                  random_state=0, solver_options=None, on_failure="raise"):
         _store_params(self, locals())
 
@@ -61,7 +61,7 @@ class FairClassifier(_ConstrainedLogistic):
         options = self._check_params()
         ids = _ids(client_ids, X.shape[0])
         s = None if s is None else _as_labels(s, X.shape[0], "sensitive_features")
-        coords = self._coordinates(X)
+        coords = self._coordinates(X, options)
         server, s0 = None, None
         if server_data is not None:
             X0, y0, s0 = _pair(server_data, 3, "(X0, y0, s0)")

@@ -28,9 +28,10 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
         (e.g. ``prox.L1(0.01)``; an array-valued one such as ``prox.Box`` has one entry
         per feature).
     method : ``"fedproxal"`` (federated, Algorithm 1) or ``"cproxal"`` (centralized).
-    tol : ε or (ε₁, ε₂) of :func:`constrfl.solve`; ``"optimal"`` guarantees every
-        constraint holds within ε₂.
-    beta : the augmented Lagrangian's penalty β.
+    tol : ε or (ε₁, ε₂) of :func:`constrfl.solve` (None: its default, 1e-6);
+        ``"optimal"`` guarantees every constraint holds within ε₂.
+    beta : the augmented Lagrangian's penalty β (None: the inner solver's default of
+        :mod:`constrfl.settings`, 100 for Newton, 2,000 for ``inner="admm"``).
     fit_intercept : append a column of ones to X (its weight is ``intercept_``).
     random_state : None, int, RandomState or Generator: the seed of the solver's random
         start point (the solution itself does not depend on it beyond ``tol``).
@@ -52,7 +53,7 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
     _bound = "max_class1_loss"         # the template's bound, checked in _check_params
 
     def __init__(self, max_class1_loss=0.2, *, alpha=1e-2, regularizer=None,
-                 method="fedproxal", tol=1e-6, beta=100.0, fit_intercept=True,
+                 method="fedproxal", tol=None, beta=None, fit_intercept=True,
                  random_state=0, solver_options=None, on_failure="raise"):
         _store_params(self, locals())
 
@@ -73,7 +74,7 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
         X, y01, classes = self._validate_fit(X, y)
         options = self._check_params()
         ids = _ids(client_ids, X.shape[0])
-        coords = self._coordinates(X)
+        coords = self._coordinates(X, options)
         server = None
         if server_data is not None:
             X0, y0 = _pair(server_data, 2, "(X0, y0)")
