@@ -123,11 +123,20 @@ def _total(parts):
     return out
 
 
-def _sum_curvature(curvs):
-    kinds = set(curvs) - {"affine"}
-    if not kinds:
-        return "affine"
-    return kinds.pop() if len(kinds) == 1 else "nonconvex"
+def _sum_curvature(terms, weights):
+    """The curvature of Σₖ aₖ fₖ: affine if every term with aₖ ≠ 0 is, the one kind of the
+    others (a negative weight flips it) if they agree, else nonconvex."""
+    kind = "affine"
+    for f, a in zip(terms, weights):
+        if a == 0:
+            continue
+        k = f.curvature if a > 0 else _NEGATE[f.curvature]
+        if k == "affine" or k == kind:
+            continue
+        if kind != "affine":
+            return "nonconvex"
+        kind = k
+    return kind
 
 
 class Function:
@@ -186,7 +195,10 @@ class Function:
         return []
 
     def check_finite(self):
-        """Raise ValueError naming the first non-finite data array, if any."""
+        """Raise ValueError naming the first non-finite data array, if any (not again
+        for rows a template checked: :meth:`_RowLoss.of_checked_rows`)."""
+        if getattr(self, "_finite", False):
+            return
         for name, arr in self.data():
             where = first_nonfinite(arr)
             if where is not None:
@@ -222,20 +234,21 @@ class Sum(Function):
     def __init__(self, terms, weights, offset=0.0):
         self.terms, self.weights = list(terms), [float(a) for a in weights]
         self.offset = offset
-        sizes = {f.size for f in self.terms}
-        if len(sizes) > 1:
-            raise ValueError(f"cannot combine functions with output sizes {sorted(map(str, sizes))}")
-        self.size = sizes.pop()
-        dims = {f.dim for f in self.terms} - {None}
-        if len(dims) > 1:
-            raise ValueError(f"cannot combine functions of input dimensions {sorted(dims)}")
-        self.dim = dims.pop() if dims else None
-        if np.ndim(offset) and (self.size is None or np.shape(offset) != (self.size,)):
+        self.size, self.dim = self.terms[0].size, self.terms[0].dim
+        if len(self.terms) > 1:
+            sizes = {f.size for f in self.terms}
+            if len(sizes) > 1:
+                raise ValueError(f"cannot combine functions with output sizes "
+                                 f"{sorted(map(str, sizes))}")
+            dims = {f.dim for f in self.terms} - {None}
+            if len(dims) > 1:
+                raise ValueError(f"cannot combine functions of input dimensions {sorted(dims)}")
+            self.dim = dims.pop() if dims else None
+        if type(offset) is not float and np.ndim(offset) and (
+                self.size is None or np.shape(offset) != (self.size,)):
             raise ValueError(f"constant of shape {np.shape(offset)} does not match output "
                              f"size {self.size}")
-        self.curvature = _sum_curvature(
-            f.curvature if a >= 0 else _NEGATE[f.curvature]
-            for f, a in zip(self.terms, self.weights) if a != 0)
+        self.curvature = _sum_curvature(self.terms, self.weights)
         self.n_samples = sum(f.n_samples for f in self.terms)
 
     def _add(self, other):
@@ -479,6 +492,21 @@ class _RowLoss(Function):
     (see :mod:`constrfl.kernels`), so sparse and dense input define the same function.
     """
 
+    @classmethod
+    def of_checked_rows(cls, X, y, as_csr=None):
+        """The loss of rows a template has checked already (X from
+        :func:`as_data_matrix` and finite, y float64 of one entry per row, unit
+        weights): the checks are not repeated for each client (O(rows + clients) to
+        build a problem).  ``as_csr``: whether the kernels take a dense X as its CSR
+        (None: decided from X's density, as the constructor does; the results are the
+        same either way)."""
+        out = object.__new__(cls)
+        out.X, out.y = X, y
+        n, out.dim = X.shape
+        out.s, out.n_samples, out._finite = np.ones(n), n, True
+        out._kernel_rows(as_csr)
+        return out
+
     def __init__(self, X, y, sample_weight, name):
         self.X = as_data_matrix(X, name)
         self.y = _as_float_array(y, "y", name, ndim=1)
@@ -499,12 +527,16 @@ class _RowLoss(Function):
                 raise ValueError(f"{name}: sample_weight must be non-negative with a "
                                  "positive sum")
         self.n_samples = n
-        # What the kernels are given: scipy.sparse input as its CSR; a dense X itself,
-        # or its CSR when X is sparse enough for that to be faster (the kernels give
-        # the same results on both).
+        self._kernel_rows()
+
+    def _kernel_rows(self, as_csr=None):
+        """What the kernels are given: scipy.sparse input as its CSR; a dense X itself,
+        or its CSR when X is sparse enough for that to be faster (the kernels give the
+        same results on both)."""
         if sp.issparse(self.X):
             self._Xk = kernels.CSR.from_scipy(self.X)
-        elif np.count_nonzero(self.X) <= kernels.CSR_MAX_DENSITY * self.X.size:
+        elif as_csr if as_csr is not None else (
+                np.count_nonzero(self.X) <= kernels.CSR_MAX_DENSITY * self.X.size):
             self._Xk = kernels.CSR.from_dense(self.X)
         else:
             self._Xk = self.X

@@ -10,6 +10,7 @@ that party's behalf (docs/algorithms.md §1: only party i evaluates fᵢ, cᵢ, 
 """
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import math
@@ -388,7 +389,7 @@ class Problem(ServerView):
                 self.clients[i] = c = copy.copy(c)
                 c.name = f"client-{i}"
         names = [c.name for c in self.clients]
-        dup = {n for n in names if names.count(n) > 1}
+        dup = {n for n, k in collections.Counter(names).items() if k > 1}
         if dup:
             raise ValueError(f"client names must be unique; repeated: {sorted(dup)}")
         self._set_server(server, regularizer)

@@ -2,13 +2,15 @@
 the argument and, for labels, the client."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import numbers
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..functions import as_data_matrix
+from ..functions import as_data_matrix, first_nonfinite
 
 # Feature scales (column max |x|) more than this far apart draw a warning.
 SCALE_RATIO_WARN = 100.0
@@ -47,6 +49,12 @@ def rows(caller, X, *, prefix="", **columns):
             raise ValueError(f"{caller}: {prefix}{arg} has shape {a.shape}, expected "
                              f"({X.shape[0]},): one entry per row of {prefix}X")
         out.append(a)
+    bad = first_nonfinite(X)              # once for all rows: the clients' losses trust it
+    if bad is not None:
+        owner = ("" if "client_ids" not in columns else
+                 f"client {client_name(columns['client_ids'][bad[0]])!r}: ")
+        raise ValueError(f"{caller}: {owner}{prefix}X contains NaN or inf (first at row "
+                         f"{bad[0]}, column {bad[1]})")
     return tuple(out)
 
 
@@ -71,6 +79,29 @@ def labels01(caller, name, y, ids=None, where="client"):
                          f"{'; '.join(parts)} hold other values (e.g. {plain(example)!r}). "
                          "Map the labels to 0/1 first; no row is dropped")
     return y.astype(np.float64)
+
+
+def groups(ids):
+    """``[(label, rows)]`` in sorted label order, ``rows`` the indices of the label's
+    rows in their order: one sort, O(N log N) (a comparison per label and row made
+    building 100,000 clients quadratic)."""
+    order = np.argsort(ids, kind="stable")
+    labels, starts = np.unique(ids[order], return_index=True)
+    return list(zip(labels, np.split(order, starts[1:])))
+
+
+@contextlib.contextmanager
+def bulk():
+    """While a template builds its clients: Python's cyclic garbage collector paused
+    (the functions and clients hold no cycles; its passes over the growing heap cost
+    building 100,000 clients 5 of 14 s)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def client_name(label):

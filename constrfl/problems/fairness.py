@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import functions as fn
 from ..problem import Client, Problem, Server
-from ._args import client_name, labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import client_name, groups, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["fairness"]
 
@@ -62,12 +62,11 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive_features, server_
     X, y, s, ids = _party_rows(X, y, sensitive_features, client_ids)
     warn_if_badly_scaled(CALLER, X)
     max_disparity = real_arg(CALLER, "max_disparity", max_disparity, positive=True)
-    labels = np.unique(ids)
-    if labels.size == 0:
+    parts = groups(ids)
+    if not parts:
         raise ValueError("fairness: X has no rows")
     clients = []
-    for i in labels:
-        r = ids == i
+    for i, r in parts:
         if s[r].any() and not s[r].all():
             # Lᵢ = (Nₐ Lₐ + N_b L_b)/Nᵢ from the same two cached losses as the
             # constraints, so each evaluation passes over the rows once
@@ -77,7 +76,7 @@ def fairness(X, y, client_ids, max_disparity=0.1, *, sensitive_features, server_
             cons = _disparity(La, Lb, max_disparity) if local else []
         else:
             objective, cons = fn.LogisticLoss(X[r], y[r]), []
-        clients.append(Client(objective=(1.0 / len(labels)) * objective,
+        clients.append(Client(objective=(1.0 / len(parts)) * objective,
                               constraints=cons, name=client_name(i)))
     server = None
     if server_data is not None:

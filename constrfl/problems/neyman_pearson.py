@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import functions as fn
+from ..kernels import CSR_MAX_DENSITY
 from ..problem import Client, Problem, Server
-from ._args import client_name, labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import bulk, client_name, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["neyman_pearson"]
 
@@ -35,22 +37,29 @@ def neyman_pearson(X, y, client_ids, max_class1_loss=0.2, *, local=True, server_
     warn_if_badly_scaled(CALLER, X)
     r = real_arg(CALLER, "max_class1_loss", max_class1_loss, positive=True)
     y = labels01(CALLER, "y", y, ids)
-    labels = np.unique(ids)
     n = np.unique(ids[y == 0]).size                     # the clients with an objective term
     if n == 0:
         raise ValueError(f"{CALLER}: no client holds rows of class 0 (y == 0): the "
                          "objective would be empty")
+    # the rows sorted by client, then class (stably: each client's rows of a class in
+    # their order), once; each client's two blocks are then slices of that copy
+    order = np.lexsort((y, ids))
+    sorted_ids = ids[order]
+    Xs, ys = X[order], y[order]
+    cuts = np.flatnonzero(sorted_ids[1:] != sorted_ids[:-1]) + 1
+    as_csr = not sp.issparse(X) and np.count_nonzero(X) <= CSR_MAX_DENSITY * X.size
     clients = []
-    for i in labels:
-        mine = ids == i
-        X0, X1 = X[mine & (y == 0)], X[mine & (y == 1)]
-        objective = ((1.0 / n) * fn.LogisticLoss(X0, np.zeros(X0.shape[0]))
-                     if X0.shape[0] else None)
-        cons = ([fn.LogisticLoss(X1, np.ones(X1.shape[0])) - r]
-                if local and X1.shape[0] else [])
-        if objective is not None or cons:
-            clients.append(Client(objective=objective, constraints=cons,
-                                  name=client_name(i)))
+    with bulk():
+        for i, lo, hi in zip(sorted_ids[np.r_[0, cuts]], np.r_[0, cuts], np.r_[cuts, len(y)]):
+            mid = lo + int(np.searchsorted(ys[lo:hi], 1.0))
+            objective = (fn.Sum([fn.LogisticLoss.of_checked_rows(Xs[lo:mid], ys[lo:mid],
+                                                                 as_csr)],
+                                [1.0 / n]) if mid > lo else None)
+            cons = ([fn.Sum([fn.LogisticLoss.of_checked_rows(Xs[mid:hi], ys[mid:hi], as_csr)],
+                            [1.0], -r)] if local and hi > mid else [])
+            if objective is not None or cons:
+                clients.append(Client(objective=objective, constraints=cons,
+                                      name=client_name(i)))
     server = None
     if server_data is not None:
         try:

@@ -7,7 +7,7 @@ import numpy as np
 from .. import functions as fn
 from .. import prox
 from ..problem import Client, Problem
-from ._args import client_name, int_arg, labels01, real_arg, rows, warn_if_badly_scaled
+from ._args import client_name, groups, int_arg, labels01, real_arg, rows, warn_if_badly_scaled
 
 __all__ = ["norm_ball_logistic"]
 
@@ -56,9 +56,9 @@ def norm_ball_logistic(n_clients=4, n_samples_per_client=50, dim=10, ball="l1", 
         warn_if_badly_scaled(caller, X)
         y = labels01(caller, "data: y", y, ids)
         w_true = None
-    labels = np.unique(ids)
-    clients = [Client(objective=(1.0 / len(labels)) * fn.LogisticLoss(X[ids == i], y[ids == i]),
-                      name=client_name(i)) for i in labels]
+    parts = groups(ids)
+    clients = [Client(objective=(1.0 / len(parts)) * fn.LogisticLoss(X[r], y[r]),
+                      name=client_name(i)) for i, r in parts]
     problem = Problem(clients, regularizer=BALLS[ball](radius))
     problem.w_true = w_true
     return problem
