@@ -58,3 +58,14 @@ def test_bench_highdim_quick_writes_its_table(tmp_path):
     # long to build; bench_highdim.md records each row's choice)
     assert bench._auto(bench.hd_cases()[0][1], private=False) == "newton-basis"
     assert bench._auto(bench.hd_cases()[0][1]) == "newton"
+
+
+def test_build_scale_writes_its_table(tmp_path):
+    """validation/build_scale.py at a small size: building and solving timed, in their
+    own process, written as a table."""
+    import build_scale
+    out = tmp_path / "build_scale.md"
+    build_scale.main(["--clients", "40", "--out", str(out)])
+    text = out.read_text()
+    assert "| clients | build s | solve s | build / solve |" in text and "| 40 |" in text
+    assert "| optimal |" in text
