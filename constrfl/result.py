@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,8 @@ import numpy as np
 from .records import KKT, Multipliers, saved_class, saved_tag
 from .status import STATUSES
 
-__all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION"]
+__all__ = ["Multipliers", "KKT", "SolveResult", "STATUSES", "load_result", "FORMAT_VERSION",
+           "DamagedResult"]
 
 FORMAT = "constrfl-result"
 #: the version written (the module docstring says which others are read)
@@ -122,31 +124,84 @@ class SolveResult:
         return path
 
 
+class DamagedResult(ValueError):
+    """A saved result that cannot be read: the message names the file and what is
+    wrong."""
+
+
 def load_result(path):
     """Read a result written by :meth:`SolveResult.save` (``error`` comes back as its
-    text in ``message``; the exception object is not stored)."""
+    text in ``message``; the exception object is not stored).  A file that is not a
+    constrfl result, of another version, or damaged (cut short, empty, an entry missing
+    or of the wrong kind, a status or method that does not exist) raises
+    :class:`DamagedResult` (a ValueError) naming the file and the damage."""
     path = Path(path)
+    json_path, npz_path = path / "result.json", path / "arrays.npz"
     try:
-        with open(path / "result.json") as fh:
+        with open(json_path) as fh:
             record = json.load(fh)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no result.json (not a saved constrfl result)") \
             from None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DamagedResult(f"{json_path}: not readable JSON (cut short or damaged: "
+                            f"{err})") from None
+    if not isinstance(record, dict):
+        raise DamagedResult(f"{json_path}: holds a {type(record).__name__}, not a result")
     if record.get("format") != FORMAT:
         raise ValueError(f"{path}: not a constrfl result (format {record.get('format')!r})")
     tags = _READ.get(record.get("version"))
     if tags is None:
         raise ValueError(f"{path}: result format version {record.get('version')!r}; this "
                          f"constrfl reads versions {', '.join(map(str, _READ))}")
-    with np.load(path / "arrays.npz", allow_pickle=False) as npz:
-        arrays = dict(npz)
+    try:
+        with np.load(npz_path, allow_pickle=False) as npz:
+            arrays = dict(npz)
+    except FileNotFoundError:
+        raise DamagedResult(f"{npz_path}: missing (a result is result.json beside "
+                            "arrays.npz)") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise DamagedResult(f"{npz_path}: not a readable archive (cut short or damaged: "
+                            f"{err})") from None
     fields = {f.name for f in dataclasses.fields(SolveResult)} - {"error"}
+    missing = sorted(fields - set(record))
+    if missing:
+        raise DamagedResult(f"{json_path}: entries missing: {', '.join(missing)}")
     if record["version"] < RESUMABLE_VERSION:
         record = dict(record, state=None)      # an earlier protocol's: not resumable
     try:
-        return SolveResult(**{k: _decode(record[k], arrays, tags) for k in fields})
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
+        res = SolveResult(**{k: _decode(record[k], arrays, tags) for k in fields})
+    except KeyError as err:
+        raise DamagedResult(f"{path}: the array {err.args[0]!r} that result.json names "
+                            f"is not in arrays.npz") from None
+    except (ValueError, TypeError, AttributeError) as err:
+        raise DamagedResult(f"{json_path}: an entry is not what a result holds ({err})") \
+            from None
+    _check_values(res, json_path)
+    return res
+
+
+def _check_values(res, where):
+    """A loaded result's values are those a solve writes (named errors otherwise)."""
+    from .methods import BASELINES, METHODS
+    if res.status not in STATUSES:
+        raise DamagedResult(f"{where}: status {res.status!r} is not a constrfl status "
+                            f"({', '.join(STATUSES)})")
+    if res.method not in METHODS + BASELINES:
+        raise DamagedResult(f"{where}: method {res.method!r} is not a constrfl method")
+    if not (isinstance(res.w, np.ndarray) and res.w.ndim == 1 and res.w.dtype == np.float64):
+        raise DamagedResult(f"{where}: w is not a vector of floats")
+    if not isinstance(res.kkt, KKT):
+        raise DamagedResult(f"{where}: kkt is not the KKT record")
+    if not (isinstance(res.multipliers, dict)
+            and all(isinstance(m, Multipliers) for m in res.multipliers.values())):
+        raise DamagedResult(f"{where}: multipliers are not one record a party")
+    if not (isinstance(res.history, list) and all(isinstance(h, dict) for h in res.history)):
+        raise DamagedResult(f"{where}: history is not a list of records")
+    for name in ("rounds", "bytes_up", "bytes_down", "outer_iterations", "inner_iterations"):
+        value = getattr(res, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise DamagedResult(f"{where}: {name} is {value!r}, not a count")
 
 
 # -- the codec: arrays to the .npz, dataclasses tagged, non-finite floats spelled out ------

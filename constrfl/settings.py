@@ -29,6 +29,7 @@ import numpy as np
 from . import status as st
 from .control import count, positive, real
 from .corrections import CORRECTION_NAMES
+from .methods import BASELINES, METHODS
 from .result import SolveResult
 from .rowspace import compact_size
 
@@ -37,9 +38,6 @@ __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings"
            "choose_inner", "METHODS", "BASELINES", "INNER", "AUTO_NEWTON_MAX_DIM",
            "AUTO_NEWTON_NONSMOOTH_MAX_DIM", "AUTO_NEWTON_SMOOTH_MAX_DIM"]
 
-METHODS = ("fedproxal", "cproxal")
-BASELINES = ("fedavg", "fedavgm", "fedadagrad", "fedyogi", "fedadam", "fedcada", "fedmid",
-             "feddualavg", "fedmid-osp", "feddualavg-osp")
 INNER = ("auto", "admm", "newton", "newton-cg", "newton-basis")
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
 #: d(d+1)/2 sums a client and round, stays below 4 MB)

@@ -122,7 +122,7 @@ def test_records_are_a_leaf_and_result_imports_no_solver():
         tree = ast.parse(Path(module.__file__).read_text())
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
     assert relative(records) == set()
-    assert relative(result) <= {"records", "status", "plot"}
+    assert relative(result) <= {"records", "status", "plot", "methods"}
     assert cf.KKT is result.KKT is records.KKT
     assert cf.Multipliers is result.Multipliers is records.Multipliers
 
@@ -138,3 +138,58 @@ def test_a_fresh_process_knows_every_tag(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def _damage(path, how):
+    """Damage a saved result in one of the ways a disk, a copy or a hand edit does."""
+    jpath, npath = path / "result.json", path / "arrays.npz"
+    record = json.loads(jpath.read_text())
+    if how == "json cut short":
+        jpath.write_text(jpath.read_text()[:100])
+    elif how == "json empty":
+        jpath.write_text("")
+    elif how == "npz cut short":
+        npath.write_bytes(npath.read_bytes()[:200])
+    elif how == "npz missing":
+        npath.unlink()
+    elif how == "array missing":
+        with np.load(npath) as npz:
+            arrays = {k: v for k, v in npz.items() if k != "multipliers/server/ineq"}
+        np.savez(npath, **arrays)
+    elif how == "key missing":
+        del record["bytes_up"]
+        jpath.write_text(json.dumps(record))
+    elif how == "list for an object":
+        record["kkt"] = [1, 2]
+        jpath.write_text(json.dumps(record))
+    elif how == "unknown status":
+        record["status"] = "weird"
+        jpath.write_text(json.dumps(record))
+    elif how == "unknown method":
+        record["method"] = "fednothing"
+        jpath.write_text(json.dumps(record))
+    elif how == "not an object":
+        jpath.write_text("[]")
+
+
+@pytest.mark.parametrize("how, names, says", [
+    ("json cut short", "result.json", "not readable JSON"),
+    ("json empty", "result.json", "not readable JSON"),
+    ("npz cut short", "arrays.npz", "not a readable archive"),
+    ("npz missing", "arrays.npz", "missing"),
+    ("array missing", "", "'multipliers/server/ineq' that result.json names is not in"),
+    ("key missing", "result.json", "entries missing: bytes_up"),
+    ("list for an object", "result.json", "kkt is not the KKT record"),
+    ("unknown status", "result.json", "status 'weird' is not a constrfl status"),
+    ("unknown method", "result.json", "method 'fednothing' is not a constrfl method"),
+    ("not an object", "result.json", "holds a list"),
+])
+def test_a_damaged_file_is_one_clear_error_naming_it(tmp_path, how, names, says):
+    """Every kind of damage is a DamagedResult (a ValueError) naming the file and what
+    is wrong, never a raw JSONDecodeError, BadZipFile, KeyError or AttributeError."""
+    res = cf.solve(problem(), inner="admm", max_outer=1)
+    path = res.save(tmp_path / "r")
+    _damage(path, how)
+    with pytest.raises(result.DamagedResult) as err:
+        cf.load_result(path)
+    assert str(path / names) in str(err.value) and says in str(err.value), str(err.value)
