@@ -46,7 +46,7 @@ C-contiguous; int64 indices): two specializations at most, dense and CSR.  A cac
 kernel is recompiled only when this file changes, not when a compiled function or a
 constant of another file it uses does: so what the kernels use is defined here (the
 Newton methods' acceptance test :func:`step_accepted` and :data:`ARMIJO`, which the
-Python solvers import through :mod:`constrfl.solvers.block`).
+Python solvers import through :mod:`constrfl.block`).
 """
 import math
 from typing import NamedTuple
@@ -512,7 +512,7 @@ def step_accepted(f_new, f, slope, t, r_new, r):
     of the residual without an increase of f beyond 10⁻¹²(1 + |f|); never a value that is
     not finite.  The one test of the local Newton method (compiled in
     :func:`stacked_minimize`, run as Python by
-    :func:`constrfl.solvers.local.accept_step`) and the server's."""
+    :func:`constrfl.local.accept_step`) and the server's."""
     if not math.isfinite(f_new):
         return False
     if f_new <= f + ARMIJO * t * slope:
@@ -523,7 +523,7 @@ def step_accepted(f_new, f, slope, t, r_new, r):
 @numba.njit(cache=True)
 def stacked_minimize(X, y, s, term, logistic, A, o, a0, o0, mu, beta, alpha, center, x0,
                      tol, max_iter, J, metric_center):
-    """:func:`constrfl.solvers.local.minimize_smooth` (Newton, backtracking, the same
+    """:func:`constrfl.local.minimize_smooth` (Newton, backtracking, the same
     acceptance test :func:`step_accepted`) on :func:`stacked_augmented` +
     (α/2)‖x − center‖² + ½‖J(x − metric_center)‖² (J may have no rows), compiled;
     a Hessian is formed only where a step is taken, from the pieces of the gradient's
@@ -680,7 +680,7 @@ def unpack_upper(tri, d):
     return H
 
 
-# ---- linear algebra (constrfl.solvers.local) ----------------------------------
+# ---- linear algebra (constrfl.local) ----------------------------------
 @numba.njit(cache=True)
 def _cholesky(H):
     """``(L, True)`` with L Lᵀ = H, L lower triangular, or ``(·, False)`` when H is not

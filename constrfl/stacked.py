@@ -8,7 +8,7 @@ distinct losses,
 
     fᵢ = a₀ᵀT(w) + o₀,   cᵢ = A T(w) + o,
 
-and the AL term of :mod:`constrfl.solvers.augmented` needs, with p = [μ + βcᵢ]₊ and
+and the AL term of :mod:`constrfl.augmented` needs, with p = [μ + βcᵢ]₊ and
 b = a₀ + Aᵀp,
 
     ∇(fᵢ + ‖p‖²/2β) = Σₖ bₖ ∇Tₖ,

@@ -1,4 +1,4 @@
-"""One specification of the ADMM block step (constrfl.solvers.block): its compiled
+"""One specification of the ADMM block step (constrfl.block): its compiled
 implementation (kernels.stacked_admm_step, parties.admm._compiled_step) and its generic one
 (parties.admm._block_step), each forced here, agree on every branch of the step: each
 outcome of the local Newton method's acceptance test (Armijo, the stalled-f halving of
@@ -20,8 +20,8 @@ import constrfl as cf
 from constrfl import Client, functions as fn, kernels as K
 from constrfl.federation.runtime import PartyRuntime, dispatch
 from constrfl.parties import PartyContext, admm as H, init_state
-from constrfl.solvers import block, local
-from constrfl.solvers.block import ARMIJO, RELAXATION, compiled_block, exact_block
+from constrfl import block, local
+from constrfl.block import ARMIJO, RELAXATION, compiled_block, exact_block
 
 d = 6
 _r = np.random.default_rng(7)

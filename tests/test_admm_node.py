@@ -10,7 +10,7 @@ from constrfl.federation.runtime import dispatch
 from constrfl.messages import pack_upper
 from constrfl.parties import PartyContext, admm as handlers, init_state
 from constrfl.solvers.admm import ADMM
-from constrfl.solvers.augmented import AugmentedTerm, plus_quadratic
+from constrfl.augmented import AugmentedTerm, plus_quadratic
 
 from builders import lcqp_problem, np_problem
 

@@ -251,3 +251,18 @@ def test_no_name_of_the_package_hides_one_of_its_modules():
         assert getattr(constrfl, info.name) is module, info.name
     assert callable(constrfl.residuals.estimate_multipliers)
     assert callable(constrfl.groundtruth.pooled_cvxpy)
+
+
+@pytest.mark.parametrize("module", within("constrfl.parties"))
+def test_the_parties_reach_the_server_side_only_through_messages(module):
+    """The party side imports nothing of the solvers: the math both sides use (the AL
+    term, the local solvers, the ADMM block's constants) lives in modules of its own."""
+    for target, _ in imports(module):
+        assert not target.startswith("constrfl.solvers"), f"{module} imports {target}"
+
+
+@pytest.mark.parametrize("module", ["constrfl.augmented", "constrfl.local", "constrfl.block",
+                                    "constrfl.corrections"])
+def test_the_math_both_sides_use_imports_neither_side(module):
+    sides = ("constrfl.solvers", "constrfl.parties", "constrfl.federation", "constrfl.flower")
+    assert not any(t.startswith(sides) for t in GRAPH[module]), sorted(GRAPH[module])

@@ -12,7 +12,7 @@ from constrfl import functions as fn, prox
 from constrfl.problems.datasets import make_classification
 from constrfl.problems.partition import stratified_split
 from constrfl.rowspace import BASIS_COLUMNS, basis_core, row_basis
-from constrfl.solvers.augmented import AugmentedTerm
+from constrfl.augmented import AugmentedTerm
 from constrfl.solvers.subspace import BasisModel
 from builders import (WIDE_CLIENTS as CLIENTS, WIDE_DIM as D, WIDE_ROWS as ROWS,
                       entries, resume_after_interrupt, spy_uploads, wide_np)

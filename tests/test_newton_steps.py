@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from constrfl import prox
-from constrfl.solvers.local import newton_direction
+from constrfl.local import newton_direction
 from constrfl.solvers.proxstep import prox_newton_point
 
 import builders

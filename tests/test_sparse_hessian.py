@@ -16,7 +16,7 @@ from constrfl import prox
 from constrfl.problem import ServerSide
 from constrfl.kernels import CSR
 from constrfl.rowspace import SparseGram, gram_values, hessian_form, sparse_gram
-from constrfl.solvers.augmented import AugmentedTerm
+from constrfl.augmented import AugmentedTerm
 from constrfl.solvers.proxstep import prox_newton_point
 from constrfl.solvers.subspace import BasisModel, Triangles
 from builders import entries, resume_after_interrupt, sparse_np, spy_uploads, wide_np

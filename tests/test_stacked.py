@@ -10,8 +10,8 @@ from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
 from constrfl.parties import PartyContext
 from constrfl.parties.admm import RELAXATION, _block_step, admm_step
-from constrfl.solvers.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
-from constrfl.solvers.local import minimize_smooth
+from constrfl.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
+from constrfl.local import minimize_smooth
 from constrfl.stacked import stacked_matrix
 
 rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@
 
 The block step's tuning constants, the acceptance test of its local Newton method and
 the choice between the generic step here (:func:`_block_step`) and the compiled one
-(:func:`_compiled_step`): :mod:`constrfl.solvers.block`.  An exact block's
+(:func:`_compiled_step`): :mod:`constrfl.block`.  An exact block's
 eigendecomposition (:func:`_eigen`) is derived once per (β, γ) and kept on the party's
 :class:`~.context.PartyContext` for the solve, not in its state.
 """
@@ -15,10 +15,10 @@ import numpy as np
 from ..messages import MessageType as M, pack_upper
 from ..kernels import max_abs_diff, metric_times
 from ..residuals import definition1_sq
-from ..solvers.augmented import plus_gauss_newton, plus_quadratic
-from ..solvers.block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
+from ..augmented import plus_gauss_newton, plus_quadratic
+from ..block import (LOCAL_FRACTION, RELAXATION, SPECTRAL_EVERY, SPECTRAL_HORIZON,
                              SPECTRAL_WEIGHT, compiled_block, exact_block)
-from ..solvers.local import minimize_smooth, woodbury_solve
+from ..local import minimize_smooth, woodbury_solve
 from .al import term as _term
 from .registry import handles
 
@@ -143,7 +143,7 @@ def admm_step(msg, state, ctx):
     ŵ = α·w + (1 − α)·uᵢ.  Reply eᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ and ρᵢ with the next penalty (what
     the server's next (18) sums), and κᵢ², the Definition-1 residual rows at (w, μ⁺)
     squared and summed.  The step runs compiled (:func:`_compiled_step`) where
-    :func:`~constrfl.solvers.block.compiled_block` says so and the kernel finishes, else
+    :func:`~constrfl.block.compiled_block` says so and the kernel finishes, else
     function by function (:func:`_block_step`)."""
     party, w = ctx.party, msg["w"]
     rho, changes = _spectral(state, w) if state["adaptive"] else (state["rho"], {})
@@ -162,7 +162,7 @@ def admm_step(msg, state, ctx):
 def _compiled_step(state, party, w, rho_next, tol):
     """``(eᵢ, κᵢ², uᵢ⁺, λᵢ⁺)`` of :func:`admm_step` in one compiled call
     (:func:`~constrfl.kernels.stacked_admm_step`), or None where the kernel hands back;
-    for a party :func:`~constrfl.solvers.block.compiled_block` accepts."""
+    for a party :func:`~constrfl.block.compiled_block` accepts."""
     return party.stacked.admm_step(state["beta"], state["mu"], state["gamma"], state["wk"],
                                    w, state["u"], state["lam"], state["rho"], rho_next,
                                    state["J"], RELAXATION, tol, state["local_max_iter"])

@@ -8,7 +8,7 @@ from ..messages import MessageType as M
 from ..residuals import party_share
 from ..records import Multipliers
 from ..scaling import row_scaling
-from ..solvers.augmented import AugmentedTerm
+from ..augmented import AugmentedTerm
 from .registry import handles
 
 __all__ = ["term", "kkt_share", "reported_multipliers", "RECORDS", "al_begin", "al_update",

@@ -10,7 +10,7 @@ import numpy as np
 from ..maxima import sketch
 from ..messages import MessageType as M, pack_upper, trial_steps
 from ..rowspace import SparseGram, basis_core, constraint_models, gram_values, hessian_form
-from ..solvers.augmented import AugmentedTerm
+from ..augmented import AugmentedTerm
 from .al import kkt_share, term as al_term
 from .registry import handles
 

@@ -46,7 +46,7 @@ from ..messages import MessageType as M, trial_points, unpack_upper
 from ..prox import Zero
 from ..records import saved_as
 from ..rowspace import BASIS_COLUMNS
-from .local import accept_step, newton_direction
+from ..local import accept_step, newton_direction
 from .proxstep import prox_newton_point
 from .subspace import BasisModel
 

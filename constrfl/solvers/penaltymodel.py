@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .local import newton_direction
+from ..local import newton_direction
 
 __all__ = ["ConstraintModel", "parse_models", "model_step"]
 

@@ -40,7 +40,7 @@ docs/algorithms.md §8).
   (:func:`_admm_point`), to a model residual ≤ ``tol``.
 
 An indefinite H (nonconvex parties) is replaced by its positive model
-(:func:`~constrfl.solvers.local.positive_model`), so z − x is a descent step of the
+(:func:`~constrfl.local.positive_model`), so z − x is a descent step of the
 composite function.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from .. import kernels
-from .local import newton_direction, positive_model
+from ..local import newton_direction, positive_model
 from .modelprox import prox_gradient_point
 
 __all__ = ["prox_newton_point", "separable_qp", "ACTIVE_SET_STEPS"]

@@ -35,7 +35,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.sparse.linalg import LinearOperator, cg
 
 from ..patterns import principal_triangle
-from .local import newton_direction
+from ..local import newton_direction
 from .penaltymodel import model_step, parse_models
 
 __all__ = ["BasisModel", "ModelHessian", "Triangles"]

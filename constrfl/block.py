@@ -20,7 +20,7 @@ kernels after an edit.  Everything else here is Python only (the kernels get
 """
 from __future__ import annotations
 
-from ..kernels import ARMIJO, step_accepted
+from .kernels import ARMIJO, step_accepted
 
 __all__ = ["SPECTRAL_EVERY", "SPECTRAL_WEIGHT", "SPECTRAL_HORIZON", "LOCAL_FRACTION",
            "RELAXATION", "ARMIJO", "step_accepted", "exact_block", "compiled_block"]

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.optimize
 from scipy.linalg import lapack
 
-from .. import kernels
+from . import kernels
 from .block import step_accepted
 
 
