@@ -738,7 +738,7 @@ def test_one_name_for_one_thing():
 def test_a_fitted_estimator_is_certified_and_takes_the_solvers_defaults():
     """cf.certify(clf, clf.result_) (and cf.certify(clf)) checks the fit against cvxpy on
     the problem the estimator solved; with inner='admm' and no beta the ADMM runs at its
-    own default β (2,000), with inner='newton' at Newton's (100): one source."""
+    own default β of 2,000, with inner='newton' at Newton's 100: one source."""
     import constrfl as cf
     from constrfl.settings import ADMMSettings, NewtonSettings
     rng = np.random.default_rng(1)
