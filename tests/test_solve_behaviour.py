@@ -100,7 +100,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     and 5 sketches (``maxima.SIZE`` entries each), and but on the first the multiplier
     step."""
     from constrfl.parties import al, newton
-    from constrfl.solvers import augmented
+    from constrfl import augmented
     calls = {0: 0, 1: 0, 2: 0}
     shares = {"al": 0, "ride": 0}
     original = augmented.AugmentedTerm.__call__
