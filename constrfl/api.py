@@ -152,7 +152,7 @@ def execute(problem, method, eps, settings, fed, *, w0, seed, resume, verbose, p
 
     def describe(s):
         return status_text(start, fed.traffic.rounds, s.k, s.history[-1] if s.history
-                           else s.start)
+                           else s.start, inner=s.inner)
     s, outcome = run(fed, resume, fresh, loop, describe, progress, start)
     res = _result(problem, method, s, outcome, fed, settings, eps)
     report.close(res)

@@ -12,7 +12,7 @@ import numpy as np
 from . import status as st
 from .control import checkpoint, interruptible, restore
 from .errors import SolveStop
-from .progress import progress_line
+from .progress import progress_line, watch_rounds
 from .settings import to_saved
 
 __all__ = ["Outcome", "run", "bookkeeping"]
@@ -41,7 +41,8 @@ def run(fed, resume, fresh, loop, describe, progress, start):
         s, previous = fresh(), 0.0
     error = None
     try:
-        with interruptible(fed.control), progress_line(lambda: describe(s), progress):
+        with interruptible(fed.control), watch_rounds(fed), \
+                progress_line(lambda: describe(s), progress):
             status, message = loop(s)
     except SolveStop as stop:
         status, message = stop.status, str(stop)

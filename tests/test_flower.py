@@ -2,6 +2,8 @@
 
 Runs on the in-memory Grid (no Ray, no sockets); skipped without flwr.
 """
+import logging
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,13 @@ def test_a_server_view_without_row_counts_refuses_rho_samples():
     view = ServerSide(NP.dim, NP.client_names, NP.server, NP.regularizer)
     with task_identity(), pytest.raises(ValueError, match="row counts"):
         run_server(LocalGrid([]), view, inner="admm", rho="samples")
+
+
+def test_the_server_app_logs_a_line_per_outer_iteration(capsys):
+    """A deployment's ServerApp says where the solve is: one line per outer iteration on
+    its stderr, unless the application configured the constrfl logger itself."""
+    res = simulate(NP, backend="inmemory", max_outer=2)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "constrfl: outer iteration" in line]
+    assert len(lines) == res.outer_iterations == 2
+    assert not logging.getLogger("constrfl").handlers          # taken off again

@@ -18,6 +18,7 @@ already answered from its cache, so a round interrupted half-way is simply sent 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +106,8 @@ class Federation:
         self.counted = counted
         self.traffic = Traffic()
         self.seq = 0              # sequence number of the last completed message
+        self.round_started = None  # time.perf_counter() when the round out began (None:
+        self.round_what = ""       # none is out), and what it is (for the watch)
         #: the solve's deadline and Ctrl-C (:class:`~constrfl.control.SolveControl`)
         self.control = SolveControl() if control is None else control
 
@@ -123,7 +126,12 @@ class Federation:
         payloads = {n: payload if not per_client or n not in per_client
                     else {**payload, **per_client[n]} for n in names}
         seq = self.seq + 1
-        replies = self._exchange(seq, message_type, payloads)
+        self.round_what = f"{message_type} to {len(names)} clients"
+        self.round_started = time.perf_counter()
+        try:
+            replies = self._exchange(seq, message_type, payloads)
+        finally:
+            self.round_started = None
         own = (self.own.call(seq, message_type, {**payload, **(per_client or {}).get("server", {})})
                if include_server and self.own is not None else None)
         for r in [replies[n] for n in names] + [own]:

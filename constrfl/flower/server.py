@@ -29,6 +29,7 @@ Ctrl-C and ``max_time`` are honoured while waiting.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -281,10 +282,31 @@ def run_server(grid, view, *args, output_dir=None, **kwargs):
         return FlowerFederation(grid, view, snapshots, control=control, disclose=disclose,
                                 **transport)
 
-    res = solve(view, *args, federation=over_flower, **kwargs)
+    with _outer_iterations_logged():
+        res = solve(view, *args, federation=over_flower, **kwargs)
     if output_dir is not None:
         res.save(Path(output_dir))
     return res
+
+
+@contextlib.contextmanager
+def _outer_iterations_logged():
+    """A ServerApp's log gets a line per outer iteration (the ``constrfl`` logger's INFO
+    records) unless the application configured that logger itself."""
+    logger = logging.getLogger("constrfl")
+    if logger.handlers:
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s constrfl: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def server_app(view, *args, on_result=None, **kwargs):
