@@ -755,3 +755,34 @@ def test_a_fitted_estimator_is_certified_and_takes_the_solvers_defaults():
     assert admm.result_.settings["beta"] == ADMMSettings().beta == 2000.0
     with pytest.raises(TypeError, match="fitted estimator"):
         cf.certify("not a problem", clf.result_)
+
+
+def test_a_neyman_pearson_scorer_picks_a_bound_that_holds_out_of_sample():
+    """GridSearchCV over the fitted bound: accuracy (the default) rewards a loose bound,
+    whose class-1 loss breaks the application's bound 0.3 on held-out rows;
+    neyman_pearson_scorer(0.3) picks one that keeps it there (minus the class-0 error
+    when it does, below −1 when it does not)."""
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    from constrfl.estimators import neyman_pearson_scorer
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 4))
+    y = (X[:, 0] + X[:, 1] + 0.8 * rng.standard_normal(600) > 0).astype(int)
+    ids = np.arange(600) % 3
+    grid = {"max_class1_loss": [0.2, 0.3, 0.45, 0.7]}
+    by_accuracy = model_selection.GridSearchCV(NeymanPearsonClassifier(), grid, cv=3)
+    by_accuracy.fit(X, y, client_ids=ids)
+    scorer = neyman_pearson_scorer(0.3)
+    by_np = model_selection.GridSearchCV(NeymanPearsonClassifier(), grid, cv=3,
+                                         scoring=scorer)
+    by_np.fit(X, y, client_ids=ids)
+    assert by_accuracy.best_params_["max_class1_loss"] > 0.3
+    assert by_np.best_params_["max_class1_loss"] <= 0.3
+    assert -1.0 <= by_np.best_score_ <= 0.0                # the bound held in every fold
+    # the score by hand on one held-out split
+    est = NeymanPearsonClassifier(0.2).fit(X[:400], y[:400], client_ids=ids[:400])
+    s = est.decision_function(X[400:])
+    ones = y[400:] == 1
+    assert np.mean(np.logaddexp(0.0, -s[ones])) <= 0.3
+    assert scorer(est, X[400:], y[400:]) == -np.mean(s[~ones] > 0)
+    with pytest.raises(ValueError, match="max_class1_loss"):
+        neyman_pearson_scorer(-1)

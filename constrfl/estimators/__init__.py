@@ -106,11 +106,19 @@ left out of training, group the folds by client::
 
     GridSearchCV(NeymanPearsonClassifier(), grid, cv=GroupKFold(5)).fit(
         X, y, groups=client_ids, client_ids=client_ids)
+
+Scoring: accuracy (scikit-learn's default) rewards a loose class-1 bound.  To choose
+a model under the Neyman-Pearson paradigm, score on held-out rows by the class-0 error
+subject to the bound the application needs (:func:`neyman_pearson_scorer`)::
+
+    GridSearchCV(NeymanPearsonClassifier(), {"max_class1_loss": [0.2, 0.3, 0.45]},
+                 scoring=neyman_pearson_scorer(0.3)).fit(X, y, client_ids=client_ids)
 """
 from ._base import ConvergenceError
 from ._sklearn import HAVE_SKLEARN, ConvergenceWarning, NotFittedError
 from .fairness import FairClassifier
-from .neyman_pearson import NeymanPearsonClassifier
+from .neyman_pearson import NeymanPearsonClassifier, neyman_pearson_scorer
 
-__all__ = ["NeymanPearsonClassifier", "FairClassifier", "ConvergenceError",
+__all__ = ["NeymanPearsonClassifier", "FairClassifier", "neyman_pearson_scorer",
+           "ConvergenceError",
            "ConvergenceWarning", "NotFittedError", "HAVE_SKLEARN"]

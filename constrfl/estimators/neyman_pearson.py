@@ -86,3 +86,27 @@ class NeymanPearsonClassifier(_ConstrainedLogistic):
                                               server_data=server,
                                               regularizer=self._penalty(coords))
         return self._solve_and_store(problem, coords, classes, options)
+
+
+def neyman_pearson_scorer(max_class1_loss):
+    """A scorer ``(estimator, X, y) -> float`` for model selection under the Neyman-Pearson
+    paradigm (``GridSearchCV(..., scoring=neyman_pearson_scorer(r))``), on held-out rows:
+    when the mean logistic loss of the ``classes_[1]`` rows is within ``max_class1_loss``
+    (the bound the application needs, whatever bound a candidate was fitted with), the
+    score is minus the class-0 error rate (the share of ``classes_[0]`` rows predicted
+    ``classes_[1]``), in [−1, 0]; otherwise it is −1 minus the excess, below every
+    candidate that meets the bound.  (Accuracy, the default, rewards the loosest bound.)"""
+    bound = float(max_class1_loss)
+    if not (np.isfinite(bound) and bound > 0):
+        raise ValueError(f"neyman_pearson_scorer: max_class1_loss must be a finite number "
+                         f"> 0, got {max_class1_loss!r}")
+
+    def score(estimator, X, y):
+        y = np.asarray(y)
+        positive = y == estimator.classes_[1]
+        s = estimator.decision_function(X)
+        class1 = float(np.mean(np.logaddexp(0.0, -s[positive]))) if positive.any() else 0.0
+        if class1 > bound:
+            return -1.0 - (class1 - bound)
+        return -float(np.mean(s[~positive] > 0)) if (~positive).any() else 0.0
+    return score
