@@ -48,13 +48,16 @@ def _pyplot():
 
 
 def _history(res):
+    """The records to draw: the start (the residuals and objective at w⁰, measured with
+    the first round, where the solver state keeps them), then ``res.history``."""
     history = getattr(res, "history", None)
     if history is None:
         raise TypeError(f"expected a SolveResult (with .history), got {type(res).__name__}")
     if not history:
         raise ValueError(f"{getattr(res, 'method', 'the result')}: res.history is empty "
                          f"(status {getattr(res, 'status', '?')!r}); nothing to plot")
-    return history
+    start = getattr((getattr(res, "state", None) or {}).get("solver"), "start", None)
+    return ([dict(start, rounds=0, start=True)] if start else []) + list(history)
 
 
 def _x(res, x):
@@ -70,7 +73,9 @@ def _x(res, x):
                          "method); use x='iterations'")
     if x == "rounds" or (x == "auto" and rounds.any()):
         return rounds, "communication rounds"
-    return np.arange(1.0, len(history) + 1), "outer iterations (no communication rounds)"
+    first = 0.0 if history[0].get("start") else 1.0
+    return (np.arange(first, first + len(history)),
+            "outer iterations (no communication rounds)")
 
 
 def _record(res, key):
@@ -86,12 +91,11 @@ def _most_accurate(results):
 
 
 def _reference(results, labels, reference):
-    """``(F*, where it came from, best)``: ``reference`` (best None) or, without one,
-    the final objective of the most accurate result (its index ``best``: its own gap
-    there is 0 by construction and is not drawn).  The best objective is not the
-    least one: a run that violates the constraints can end below F*."""
+    """``(F*, where it came from)``: ``reference`` or, without one, the final objective
+    of the most accurate result (its own last gap is then 0).  The best objective is not
+    the least one: a run that violates the constraints can end below F*."""
     if reference is not None:
-        ref, best = float(reference), None
+        ref = float(reference)
         source = f"F* = {ref:.8g} (reference)"
     else:
         best = _most_accurate(results)
@@ -101,16 +105,14 @@ def _reference(results, labels, reference):
                        "with the least final residual (no reference given)")
     if not np.isfinite(ref):
         raise ValueError(f"reference objective must be finite, got {ref!r}")
-    return ref, source, best
+    return ref, source
 
 
-def _gap(res, ref, own):
-    """|F − F*|/|F*| per record (|F − F*| when F* = 0); the last record left out
-    (NaN) when F* is ``res``'s ``own`` final objective."""
-    gap = np.abs(_record(res, "objective") - ref) / (abs(ref) if ref != 0 else 1.0)
-    if own:
-        gap[-1] = np.nan
-    return gap
+def _gap(res, ref):
+    """|F − F*|/|F*| per record (|F − F*| when F* = 0); where F* is the result's own
+    final objective its last gap is 0 exactly (drawn at FLOOR, as every value below it:
+    the line reaches the last record like the residuals')."""
+    return np.abs(_record(res, "objective") - ref) / (abs(ref) if ref != 0 else 1.0)
 
 
 def _formula(ref):
@@ -181,8 +183,8 @@ def plot_result(res, ax=None, reference=None, *, x="auto", target=None, title=No
     ax : matplotlib Axes to draw on [a new figure].
     reference : the optimal objective F* for the gap |F − F*|/|F*|, e.g.
         ``cf.certify(problem, res).reference_objective``; without it the gap is taken
-        to the final objective of ``res`` (its last record, 0 by construction, is not
-        drawn; the legend says which F* was used).
+        to the final objective of ``res`` (its last record, 0 by construction, is drawn
+        at the floor; the legend says which F* was used).
     x : ``"auto"`` (communication rounds; outer iterations for a method without
         communication), ``"rounds"`` or ``"iterations"``.
     target : draw a dotted horizontal line at this value (e.g. the tolerance).
@@ -192,11 +194,11 @@ def plot_result(res, ax=None, reference=None, *, x="auto", target=None, title=No
     """
     plt = _pyplot()
     xs, xlabel = _x(res, x)
-    ref, source, best = _reference([res], [res.method], reference)
+    ref, source = _reference([res], [res.method], reference)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
     ys = [_record(res, "stationarity"), _record(res, "feasibility"),
-          _gap(res, ref, best == 0)]
+          _gap(res, ref)]
     labels = ["stationarity", "feasibility", f"objective gap {_formula(ref)}, {source}"]
     clipped = _panel(ax, [xs] * 3, ys, labels, [None] * 3)
     _finish_axes(ax, xlabel, "residual / gap (log scale)", clipped, target)
@@ -262,11 +264,11 @@ def compare(results, labels=None, reference=None, *, quantities=("stationarity",
         axes = list(np.atleast_1d(axes))
         if len(axes) != len(quantities):
             raise ValueError(f"{len(quantities)} quantities but {len(axes)} axes")
-    ref, source, best = _reference(results, labels, reference)
+    ref, source = _reference(results, labels, reference)
     xs = [xv for xv, _ in series]
     for ax, q in zip(axes, quantities):
         gap = q == "gap"
-        ys = ([_gap(r, ref, k == best) for k, r in enumerate(results)] if gap
+        ys = ([_gap(r, ref) for r in results] if gap
               else [_record(r, q) for r in results])
         clipped = _panel(ax, xs, ys, labels, styles)
         _finish_axes(ax, series[0][1] + (f"\n{textwrap.fill(source, 60)}" if gap else ""),

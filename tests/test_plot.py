@@ -47,9 +47,12 @@ def test_plot_result_png_axes_and_gap_data(solved, tmp_path):
     gap_label = next(k for k in lines if k.startswith("objective gap"))
     assert "(reference)" in gap_label and "|F − F*|/|F*|" in gap_label
     assert {"stationarity", "feasibility", "target 1e-06"} <= set(lines)
-    rounds = [r["rounds"] for r in res.history]
+    # the start (w⁰, measured with the first round) at round 0, then every outer iteration
+    start = res.state["solver"].start
+    rounds = [0] + [r["rounds"] for r in res.history]
     np.testing.assert_array_equal(lines["stationarity"].get_xdata(), rounds)
-    expected = [abs(r["objective"] - ref) / abs(ref) for r in res.history]
+    assert lines["stationarity"].get_ydata()[0] == start["stationarity"]
+    expected = [abs(r["objective"] - ref) / abs(ref) for r in [start] + res.history]
     np.testing.assert_allclose(lines[gap_label].get_ydata(), np.maximum(expected, 1e-12))
     assert ax.get_legend() is not None
 
@@ -61,8 +64,10 @@ def test_plot_result_without_reference_uses_final_objective(solved):
     gap_label = next(k for k in lines if k.startswith("objective gap"))
     assert "final objective" in gap_label and "no reference given" in gap_label
     gap = lines[gap_label].get_ydata()
-    assert np.isnan(gap[-1])                   # the reference point itself is not drawn
-    assert gap[0] == pytest.approx(abs(res.history[0]["objective"] - res.objective)
+    assert gap[-1] == 1e-12               # the reference itself: 0, drawn at the floor
+    assert len(gap) == len(lines["stationarity"].get_xdata())      # to the last record
+    start = res.state["solver"].start
+    assert gap[0] == pytest.approx(abs(start["objective"] - res.objective)
                                    / abs(res.objective))
 
 
@@ -72,7 +77,7 @@ def test_centralized_result_falls_back_to_outer_iterations(solved):
     ax = plot_result(res).axes[0]
     assert ax.get_xlabel().startswith("outer iterations")
     np.testing.assert_array_equal(ax.get_lines()[0].get_xdata(),
-                                  np.arange(1, len(res.history) + 1))
+                                  np.arange(0, len(res.history) + 1))     # w⁰ at 0
     with pytest.raises(ValueError, match="x='iterations'"):
         plot_result(res, x="rounds")
 
@@ -196,7 +201,7 @@ def test_without_reference_the_gap_is_to_the_most_accurate_run():
     gaps = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
     expected = np.abs(np.geomspace(2, 1.1, 30) - 1.5) / 1.5
     np.testing.assert_allclose(gaps["fedavg"], np.maximum(expected, 1e-12))
-    assert np.isnan(gaps["fedproxal"][-1])                  # F* itself: 0, not drawn
+    assert gaps["fedproxal"][-1] == 1e-12              # F* itself: 0, drawn at the floor
     assert "final objective of fedproxal" in ax.get_xlabel()
     assert "no reference given" in ax.get_xlabel()
 
