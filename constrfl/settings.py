@@ -39,6 +39,8 @@ __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings"
            "AUTO_NEWTON_NONSMOOTH_MAX_DIM", "AUTO_NEWTON_SMOOTH_MAX_DIM"]
 
 INNER = ("auto", "admm", "newton", "newton-cg", "newton-basis")
+#: ``inner`` when none is given (resolved by :func:`choose_inner`)
+DEFAULT_INNER = "auto"
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
 #: d(d+1)/2 sums a client and round, stays below 4 MB)
 AUTO_NEWTON_MAX_DIM = 500
@@ -475,7 +477,7 @@ def settings_for(method, options, problem):
         raise TypeError("solve() option 'inner' does not apply to method 'cproxal' "
                         "(it solves the pooled subproblem by proximal Newton)")
     given = {k: v for k, v in options.items() if k != "inner"}
-    inner, where = options.get("inner", "auto"), f"method {method!r}"
+    inner, where = options.get("inner", DEFAULT_INNER), f"method {method!r}"
     if inner not in INNER:
         raise ValueError(f"inner must be one of {INNER}, got {inner!r}")
     if method == "cproxal":

@@ -201,7 +201,8 @@ def test_w_step_with_penalty_metrics_is_the_exact_minimizer(rows, ridge):
     rho = [rng.random() for _ in J]
     sums = {"rho": sum(rho), "Rv": sum(r * vk + Jk.T @ (Jk @ vk) for r, vk, Jk in zip(rho, v, J)),
             "metric": pack_upper(sum(Jk.T @ Jk for Jk in J))}
-    admm = ADMM(list("abc"), None, P, (1e-6, 1e-6))
+    admm = ADMM(list("abc"), None, P, (1e-6, 1e-6), max_iter=10, adaptive_rho=True,
+                local_max_iter=10, local_solver="newton", dim=d)
     s = admm.begin(sums, rng.standard_normal(d), 1e-6, 10.0)        # the blocks' sums
     w = admm.w_step(s, gamma)
     g = (lam * w if ridge else 0.0) + gamma * (w - s.wk) + sum(

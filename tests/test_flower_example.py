@@ -261,7 +261,7 @@ def test_doc_flwr_run_on_the_simulation_engine(tmp_path):
         listed = subprocess.run(["flwr", "ls", "--format", "json"], cwd=app, env=env,
                                 text=True, capture_output=True, timeout=300).stdout
         sites = short / "constrfl-np-sites"
-        assert_same(expected_answer(sites), load_result(sites / "result"))
+        assert_same(expected_answer(sites), load_result(sites / "results" / "latest"))
     finally:
         started = stop_what_we_started(tmp_path, short)
         shutil.rmtree(short, ignore_errors=True)
@@ -296,7 +296,7 @@ def test_doc_flwr_run_on_a_localhost_deployment(tmp_path):
     assert left == [], f"left running: {left}"
     assert "constrfl fedproxal: optimal" in out
     assert statuses(out) == ["finished:completed"]
-    assert_same(expected_answer(sites), load_result(sites / "result"))
+    assert_same(expected_answer(sites), load_result(sites / "results" / "latest"))
 
 
 def run_py(repo, tmp_path, *args, timeout=3000):

@@ -19,6 +19,8 @@ def test_the_inner_solvers_keep_the_contract(inner):
 
 
 def test_the_protocol_is_checked():
-    assert isinstance(ADMM(["a"], None, cf.prox.Zero(), (1e-6, 1e-6)), InnerSolver)
-    assert isinstance(Newton(cf.prox.Zero(), 3), InnerSolver)
+    assert isinstance(ADMM(["a"], None, cf.prox.Zero(), (1e-6, 1e-6), max_iter=10,
+                           adaptive_rho=True, local_max_iter=10, local_solver="newton",
+                           dim=3), InnerSolver)
+    assert isinstance(Newton(cf.prox.Zero(), 3, 10), InnerSolver)
     assert not isinstance(object(), InnerSolver)

@@ -60,8 +60,9 @@ FLOWER_KEY = "@flower"
 #: Flower error codes after which the site's own code failed (no retry)
 APP_FAILED = (ErrorCode.CLIENT_APP_RAISED_EXCEPTION, ErrorCode.LOAD_CLIENT_APP_EXCEPTION)
 
-#: the keywords of :func:`run_server` that go to :class:`FlowerFederation` (defaults there)
-TRANSPORT = ("client_timeout", "resend_after", "poll_interval")
+#: the keywords of :func:`run_server` that go to :class:`FlowerFederation`, and their
+#: defaults (the one source: :func:`~.simulate.simulate` takes them too)
+TRANSPORT = {"client_timeout": 300.0, "resend_after": 30.0, "poll_interval": 0.1}
 
 
 class FlowerFederation(Federation):
@@ -71,8 +72,9 @@ class FlowerFederation(Federation):
     further error up to ``resend_after``."""
 
     def __init__(self, grid, view, snapshots=None, counted=True, *, control=None,
-                 disclose=False, client_timeout=300.0, resend_after=30.0,
-                 poll_interval=0.1):
+                 disclose=False, client_timeout=TRANSPORT["client_timeout"],
+                 resend_after=TRANSPORT["resend_after"],
+                 poll_interval=TRANSPORT["poll_interval"]):
         snapshots = snapshots or {}
         own = (None if view.server.is_empty
                else PartyRuntime(PartyContext(view.server, view.regularizer),

@@ -10,7 +10,7 @@ from ..settings import BASELINES
 from . import codec
 from .client import client_app
 from .grid import LocalGrid, task_identity
-from .server import server_app
+from .server import TRANSPORT, server_app
 
 __all__ = ["simulate", "local_grid", "KnownServerSide"]
 
@@ -44,8 +44,10 @@ class KnownServerSide(ServerSide):
         return self._parties
 
 
-def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=60.0,
-             resend_after=None, poll_interval=None, faults=None, grid=None, **kwargs):
+def simulate(problem, *args, backend="inmemory", state_dir=None,
+             client_timeout=TRANSPORT["client_timeout"],
+             resend_after=TRANSPORT["resend_after"], poll_interval=None, faults=None,
+             grid=None, **kwargs):
     """Solve ``problem`` as :func:`constrfl.solve` does, but through Flower: the
     ServerApp of :func:`~.server.server_app` and one ClientApp of
     :func:`~.client.client_app` per client, each building its site from its node
@@ -61,8 +63,9 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
         ``"ray"`` — Flower's simulation engine (``flwr[simulation]``), ClientApps in
         Ray actors.
     state_dir : the sites' state directory (default: a temporary one, removed after).
-    client_timeout, resend_after, poll_interval : as for :func:`~.server.run_server`
-        (defaults here: 60 s; ``client_timeout``/4 and 1 ms in memory, 5 ms on Ray).
+    client_timeout, resend_after, poll_interval : as for :func:`~.server.run_server`,
+        with its defaults (:data:`~.server.TRANSPORT`) but for the poll: without a
+        network, 1 ms in memory and 5 ms on Ray unless given.
     faults, grid : in memory only: a fault hook (see :class:`~.grid.LocalGrid`), or the
         grid itself (built by :func:`local_grid`) to act on between calls.
     resume : a result of an earlier ``simulate`` of the same problem; the sites'
@@ -79,8 +82,6 @@ def simulate(problem, *args, backend="inmemory", state_dir=None, client_timeout=
                          "of the simulation that produced the result")
     view = KnownServerSide(problem)
     disclose = kwargs.get("private") is False     # the sites let newton-basis's forms out
-    if resend_after is None:
-        resend_after = client_timeout / 4
     with contextlib_tempdir(state_dir) as sdir:
         kwargs.update(client_timeout=client_timeout, resend_after=resend_after)
         if backend == "inmemory":

@@ -101,13 +101,15 @@ class ADMM:
 
     ``rho``: the clients' first ρᵢ (one per client; the server's block takes their
     mean), or None: each block chooses its own.  ``adaptive_rho``: the blocks' spectral
-    rule (False: ρᵢ fixed, as in the paper).  ``eps``: (ε₁, ε₂) of the early stop.
+    rule (False: ρᵢ fixed, as in the paper).  ``eps``: (ε₁, ε₂) of the early stop.  The
+    options are a :class:`~constrfl.settings.ADMMSettings`' (their one default is
+    there), ``local_solver`` resolved (``"newton"`` or ``"lbfgs"``).
     """
 
     start_type = M.ADMM_START
 
-    def __init__(self, names, rho, regularizer, eps, max_iter=10000, adaptive_rho=True,
-                 local_max_iter=100, local_solver="newton", dim=None):
+    def __init__(self, names, rho, regularizer, eps, *, max_iter, adaptive_rho,
+                 local_max_iter, local_solver, dim):
         self.initial_rho = ({} if rho is None else
                             dict({n: float(r) for n, r in zip(names, rho)},
                                  server=float(np.mean(rho))))

@@ -111,7 +111,7 @@ class NewtonState:
 class Newton:
     """Proximal Newton with ``batch`` step lengths per round (1: one at a time)."""
 
-    def __init__(self, regularizer, dim, max_iter=10000, batch=TRIAL_STEPS,
+    def __init__(self, regularizer, dim, max_iter, batch=TRIAL_STEPS,
                  message_type=M.NEWTON_EVAL, cg=False, max_cg=250, basis=False):
         q = regularizer.ridge_weights(dim)
         # a smooth P = ½Σqⱼxⱼ² is folded into ψ (a scalar for a plain ridge)

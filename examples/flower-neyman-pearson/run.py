@@ -163,7 +163,7 @@ def run(engine, n_sites=5, run_config="", workdir=None, timeout=3600.0, data=Non
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("engine", choices=ENGINES)
     ap.add_argument("--sites", type=int, default=5)
     ap.add_argument("--run-config", default="", help="overrides, e.g. 'tol=1e-4'")

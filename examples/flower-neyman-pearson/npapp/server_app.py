@@ -66,7 +66,7 @@ def main(grid: Grid, context: Context) -> None:
         waits.shorten_object_pulls(float(cfg["pull-backoff"]), max_time=min(
             float(cfg["resend-after"]), float(cfg["client-timeout"])))
     check_simulation_size(grid, int(cfg["num-sites"]))
-    out = cfg["output-dir"] or str(task.sites_dir(cfg) / "result")
+    out = cfg["output-dir"] or str(task.sites_dir(cfg) / "results" / str(context.run_id))
     t0, marks = time.perf_counter(), []
 
     def mark(record):                        # after every outer iteration (every round
@@ -83,6 +83,8 @@ def main(grid: Grid, context: Context) -> None:
     (partial / "run_config.json").write_text(json.dumps(dict(cfg), indent=1))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(partial, out)                 # the directory appears complete, at once
+    if not cfg["output-dir"]:                # results/latest: the newest run's
+        task.point_latest(Path(out))
     k = res.kkt
     print(f"constrfl {method}: {res.status} after {res.rounds} rounds ({res.time:.1f} s); "
           f"objective {res.objective:.10g}\n"

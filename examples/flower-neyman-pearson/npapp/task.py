@@ -89,3 +89,13 @@ def problem(root, n, r):
     root = Path(root)
     return cf.Problem([make_client(root / f"{s}.csv", s, n, r) for s in site_names(n)],
                       server=make_server(root / "server.csv", r))
+
+
+def point_latest(run_dir):
+    """``<results>/latest`` → ``run_dir`` (a symbolic link replaced at once: each run
+    keeps its own directory, and ``latest`` names the newest)."""
+    link = run_dir.parent / "latest"
+    tmp = run_dir.parent / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(run_dir.name, tmp)
+    os.replace(tmp, link)
