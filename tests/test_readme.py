@@ -18,4 +18,5 @@ def test_readme_examples_run(capsys):
     out = capsys.readouterr().out
     assert out.startswith("optimal")
     assert "optimal True True" in out            # saved, loaded, resumed: bit-identical
+    assert "\nTrue\n" in out                      # the fitted estimator certified by cvxpy
     assert "simulate equals solve: True" in out or not flower

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import ortho_group
 
 from .. import functions as fn
 from ..problem import Client, Problem
@@ -25,6 +24,7 @@ def lcqp(n_clients=5, dim=50, rows_per_client=2, seed=0):
     if n_clients * rows_per_client >= dim:
         raise ValueError(f"lcqp: {n_clients * rows_per_client} equality rows would not "
                          f"leave a feasible set with freedom in dimension {dim}")
+    from scipy.stats import ortho_group   # here: importing scipy.stats costs ~1 s
     rng = np.random.default_rng(seed)
     clients, A_sum, b_sum, Cs, ds = [], np.zeros((dim, dim)), np.zeros(dim), [], []
     for i in range(n_clients):
