@@ -66,7 +66,7 @@ KKT_SHARE = {"lagrangian_grad": SUM, "objective_grad": SUM, "objective": SUM,
              "feasibility_max": SUM, "complementarity_max": SUM, "definition1_max": SUM,
              "linear_max": SUM, "offset_max": SUM}
 #: what ``newton.eval`` and ``feas.eval`` evaluate (the compact Hessians: disclosed)
-_EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "core": DISCLOSED,
+_EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "no_hessian": SUM, "core": DISCLOSED,
                "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
 _EVAL_PAYLOAD = "w order x t basis models"
 _TRAIN_PAYLOAD = "x n_clients penalty_weight batch_size seed steps lr round"

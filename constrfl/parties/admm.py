@@ -60,8 +60,8 @@ def admm_start(msg, state, ctx):
     :func:`_first_rho`), no Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry over from the last
     subproblem; with ``metric`` the block's penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ
     (:func:`_constraint_metric`).  Reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ (vᵢ = uᵢ + Rᵢ⁻¹λᵢ) and,
-    where Jᵢ has rows, the upper triangle of JᵢᵀJᵢ (``metric``): the server's (18) needs
-    only their sums."""
+    with ``metric``, the upper triangle of JᵢᵀJᵢ (zeros where Jᵢ has no rows): the
+    server's (18) needs only their sums."""
     state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
                  local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
@@ -74,7 +74,7 @@ def admm_start(msg, state, ctx):
         state.update(u=wk, lam=np.zeros_like(wk), rho=rho, updates=0)
     reply = {"rho": state["rho"], "Rv": _penalty_times_v(state["rho"], J, state["u"],
                                                          state["lam"])}
-    if J.shape[0]:
+    if msg["metric"] and not msg["cold"]:    # every block (one layout), zeros without rows
         reply["metric"] = pack_upper(J.T @ J)
     return reply, state
 

@@ -26,7 +26,8 @@ def _basis(ctx):
 
 def _evaluate(term, msg, ctx):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
-    and Hessian (upper triangle) at the first one, as ``msg["order"]`` asks; with
+    and Hessian (upper triangle, and ``no_hessian``: 1 for a party that has none) at
+    the first one, as ``msg["order"]`` asks; with
     ``basis`` the Hessian in its compact form where the party has one: its core in the
     row basis (B1), or its sparse entries and constraint rows (B4)."""
     order, w = msg["order"], msg["w"]
@@ -49,8 +50,13 @@ def _evaluate(term, msg, ctx):
         reply["grad"] = g
     if compact is not None:
         reply.update(compact)
-    elif order >= 2 and H is not None:      # no Hessian: the server goes quasi-Newton
-        reply["hess"] = pack_upper(H)
+    elif order >= 2:
+        # every party sends the same fields (one layout: what a secure sum needs); a
+        # party without a Hessian sends zeros and says so, and the server goes
+        # quasi-Newton
+        reply["hess"] = (pack_upper(H) if H is not None
+                         else np.zeros(w.size * (w.size + 1) // 2))
+        reply["no_hessian"] = int(H is None)
     return reply
 
 

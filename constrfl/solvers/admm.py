@@ -143,8 +143,9 @@ class ADMM:
         (:class:`~constrfl.settings.ADMMSettings`)."""
         if eta not in (None, beta):
             raise ValueError(f"the ADMM's proximal term has eta = beta, got {eta!r}")
+        metric = sums.get("metric")
         return ADMMState(wk=wk, tau=tau, w=wk, Rv=sums["Rv"], rho=sums["rho"],
-                         metric=sums.get("metric"))
+                         metric=metric if metric is not None and np.any(metric) else None)
 
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +

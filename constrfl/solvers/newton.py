@@ -166,12 +166,13 @@ class Newton:
         shown = sums.disclosed
         compact = {**shown.get("core", {}), **{n: {"gram": v, "lowrank": shown["lowrank"][n]}
                                                 for n, v in shown.get("gram", {}).items()}}
-        if compact and sums.counts.get("hess", 0) + len(compact) == sums.parties:
+        whole = sums.get("no_hessian", 0) == 0         # no party lacks a Hessian
+        if compact and whole and sums.counts.get("hess", 0) + len(compact) == sums.parties:
             H = unpack_upper(sums["hess"], x.size) if "hess" in sums else None
             cores = {n: (unpack_upper(C, _side(C.size)) if isinstance(C, np.ndarray) else C)
                      for n, C in compact.items()}
             models = shown.get("models") or None
-        elif sums.complete("hess"):
+        elif whole and sums.complete("hess"):
             H = unpack_upper(sums["hess"], x.size)
             H.flat[::x.size + 1] += 1.0 / s.eta + self.ridge
         elif hessian or s.quasi:                # asked for, but some party has none
