@@ -64,10 +64,11 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         its method and settings (``max_outer``, or the baselines' ``rounds``, may be
         raised); in-process the continuation is bit-identical to an uninterrupted solve.
     federation : None (this process) or ``federation(method, snapshots, control,
-        disclose)``, the :class:`~constrfl.federation.Federation` the solve runs over
-        (``snapshots``: the parties' states of a resumed solve, else None; ``control``:
-        the solve's :class:`~constrfl.control.SolveControl`; ``disclose``: the solve may
-        receive disclosed fields, ``private=False``); then ``problem`` is what the server
+        disclose, secure)``, the :class:`~constrfl.federation.Federation` the solve runs
+        over (``snapshots``: the parties' states of a resumed solve, else None;
+        ``control``: the solve's :class:`~constrfl.control.SolveControl`; ``disclose``:
+        the solve may receive disclosed fields, ``private=False``; ``secure``: the
+        clients mask their uploads, ``secure=True``); then ``problem`` is what the server
         knows, a :class:`~constrfl.problem.ServerView` (:func:`constrfl.flower.run_server`
         passes Flower's).  The other keywords, and their defaults, are the same for every
         backend: they are spelled here only.
@@ -114,9 +115,9 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
             raise TypeError(f"problem must be a constrfl.Problem, got "
                             f"{type(problem).__name__}")
 
-        def federation(method, snapshots, control, disclose):
+        def federation(method, snapshots, control, disclose, secure):
             return InProcessFederation(problem, snapshots, counted=method != "cproxal",
-                                       control=control, disclose=disclose)
+                                       control=control, disclose=disclose, secure=secure)
     if resume is not None:
         method, settings, eps = resume_settings(problem, resume, method, options, tol)
         w0 = None                          # the iterate is in the resumed solver state
@@ -125,8 +126,11 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
     callback = checked_callback(callback)
     control = SolveControl(None if max_time is None
                            else start + positive(max_time, "max_time"))
+    if settings.secure and method == "cproxal":
+        raise ValueError("secure=True masks the clients' uploads; method 'cproxal' has no "
+                         "federation (the pooled problem): use method='fedproxal'")
     fed = federation(method, None if resume is None else resume.state["parties"], control,
-                     disclose=not getattr(settings, "private", True))
+                     disclose=not getattr(settings, "private", True), secure=settings.secure)
     run = execute_baseline if method in BASELINES else execute
     return run(problem, method, eps, settings, fed, w0=w0, seed=seed, resume=resume,
                verbose=verbose, progress=False if verbose else progress,

@@ -13,8 +13,12 @@ is declared once here:
   per-client value, e.g. a user's ρᵢ, is the server's own choice for that site);
 * a reply field is a *sum*: only Σ over the parties reaches the server
   (:mod:`constrfl.exactsum`: exact, whatever the order, and what a secure aggregation
-  hides the addends of), or *disclosed*: each site's own value reaches the server, which
-  only ``private=False`` allows (the per-site Hessian forms of ``inner="newton-basis"``);
+  hides the addends of), *disclosed*: each site's own value reaches the server, which
+  only ``private=False`` allows (the per-site Hessian forms of ``inner="newton-basis"``),
+  or *public*: a site's own value that says nothing of its data (its public key in the
+  secure sum's key agreement);
+* the transport's own payload fields (:data:`TRANSPORT_FIELDS`: the secure sum's peers
+  and a round's cohort) may ride on any message;
 * what a handler keeps and never sends is *private* (listed for the docs: the
   multipliers, the ADMM block's uᵢ, λᵢ, ...).
 
@@ -39,7 +43,8 @@ from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "check_reply", "trial_points",
            "trial_steps", "pack_upper", "unpack_upper", "FIELDS", "Fields", "SUM", "PUBLIC",
-           "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT"]
+           "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT",
+           "TRANSPORT_FIELDS"]
 
 FLOAT = 8  # bytes a float on the wire
 _FLOAT64 = np.dtype(np.float64)
@@ -84,6 +89,7 @@ class MessageType:
     NEWTON_EVAL = "newton.eval"    # ALᵢ at trial points (+ gradient, Hessian)
     NEWTON_HVP = "newton.hvp"      # ∇²ALᵢ(w) v, for Newton-CG
     NEWTON_BASIS = "newton.basis"  # columns of the party's row basis (newton-basis)
+    SECURE_KEYS = "secure.keys"    # the secure sum's key agreement: a public key each
     FEAS_EVAL = "feas.eval"        # ‖[cᵢ]₊‖² + ‖hᵢ‖² likewise (infeasibility check)
     SGD_TRAIN = "sgd.train"        # FedAvg/FedOpt/FedMid(-OSP) clients: K local steps
     DUAL_TRAIN = "dual.train"      # FedDualAvg clients
@@ -120,7 +126,12 @@ FIELDS = {
     M.DUAL_TRAIN: _fields(_TRAIN_PAYLOAD + " offset", {"delta": SUM}),
     M.ADAM_TRAIN: _fields(_TRAIN_PAYLOAD + " m v beta1 beta2 eps correction",
                           {"delta": SUM, "m": SUM, "v": SUM}),
+    M.SECURE_KEYS: _fields("", {"public_key": PUBLIC}, "private_key"),
 }
+#: what the transport adds to any message's payload: every client's public key for the
+#: secure sum (the first message after the key agreement), and the clients a round
+#: sums over where not all (a baseline's sample), by their index
+TRANSPORT_FIELDS = frozenset({"peers", "cohort"})
 
 
 #: the keys of an encoded reply's sum fields (:func:`constrfl.federation.runtime.encode_reply`)
@@ -177,7 +188,7 @@ def check_payload(payload, what="payload", message_type=None):
     with ``message_type``, ValueError for a field it does not declare."""
     _check_values(payload, what)
     if message_type is not None:
-        undeclared = sorted(set(payload) - fields_of(message_type).payload)
+        undeclared = sorted(set(payload) - fields_of(message_type).payload - TRANSPORT_FIELDS)
         if undeclared:
             raise ValueError(f"{what} of {message_type!r}: undeclared fields {undeclared} "
                              f"(constrfl.messages.FIELDS)")

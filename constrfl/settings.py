@@ -107,7 +107,21 @@ class _Record:
 
 
 @dataclass(frozen=True)
-class OuterSettings(_Record):
+class TransportSettings(_Record):
+    """What every method shares of how the clients' uploads travel."""
+
+    #: True: the clients mask their uploads pairwise (secure summation,
+    #: :mod:`constrfl.federation.secure`): the server can read only their sum; needs at
+    #: least 3 clients and costs one round, the key agreement
+    secure: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"secure must be True or False, got {self.secure!r}")
+
+
+@dataclass(frozen=True)
+class OuterSettings(TransportSettings):
     """The outer loop of Algorithms 1 and 3 (:func:`constrfl.solvers.proxal.proximal_al`);
     τ_k = s̄·rᵏ (``tau_decay=r``) or the paper's s̄/(k+1)² (``tau_decay=None``), never
     below ε₁/10 (:func:`constrfl.solvers.proxal.tau_schedule`)."""
@@ -133,6 +147,7 @@ class OuterSettings(_Record):
     private: bool = True
 
     def __post_init__(self):
+        super().__post_init__()
         self._set("max_outer", count(self.max_outer, "max_outer"))
         self._set("s_bar", positive(self.s_bar, "s_bar"))
         if self.tau_decay is not None:
@@ -148,6 +163,9 @@ class OuterSettings(_Record):
             raise TypeError(f"scaling must be True, False or 'rows', got {self.scaling!r}")
         if not isinstance(self.private, bool):
             raise TypeError(f"private must be True or False, got {self.private!r}")
+        if self.secure and not self.private:
+            raise ValueError("secure=True masks the sums; private=False would send each "
+                             "client's own compact Hessian unmasked: choose one")
 
 
 @dataclass(frozen=True)
@@ -306,7 +324,7 @@ SERVER_LR = {"fedadagrad": 0.1, "fedyogi": 0.01, "fedadam": 0.01}
 
 
 @dataclass(frozen=True)
-class BaselineSettings(_Record):
+class BaselineSettings(TransportSettings):
     """The federated baselines (:mod:`constrfl.solvers.baselines`, docs/algorithms.md §7);
     ``None`` stands for the method's default (:meth:`resolved`).  One K for all clients,
     as FedMid's and FedDualAvg's server steps assume.
@@ -356,6 +374,7 @@ class BaselineSettings(_Record):
     observe: bool = True
 
     def __post_init__(self):
+        super().__post_init__()
         self._set("rounds", count(self.rounds, "rounds"))
         for name in ("local_steps", "epochs", "batch_size"):
             if getattr(self, name) is not None:

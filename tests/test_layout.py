@@ -230,10 +230,12 @@ def test_the_shared_math_is_a_leaf():
 
 
 def test_every_message_type_has_its_handler():
+    """Every solver message has a party handler; the secure sum's key agreement is the
+    transport's, answered by the runtime (constrfl.federation.runtime)."""
     from constrfl.messages import MessageType
     from constrfl.parties import HANDLERS
     types = {v for k, v in vars(MessageType).items() if k.isupper()}
-    assert set(HANDLERS) == types
+    assert set(HANDLERS) == types - {MessageType.SECURE_KEYS}
 
 
 def test_no_name_of_the_package_hides_one_of_its_modules():

@@ -27,7 +27,9 @@ from ..control import SolveControl
 from ..errors import SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
-from ..messages import FLOAT, LAYOUT, SUMS, check_payload, floats, wire_bytes
+from ..messages import (FLOAT, LAYOUT, SUMS, MessageType as M, check_payload, floats,
+                        wire_bytes)
+from .secure import MIN_CLIENTS
 
 __all__ = ["Federation", "Traffic", "Sums", "aggregate"]
 
@@ -48,11 +50,22 @@ class Sums(dict):
         return self.counts.get(field, 0) == self.parties
 
 
-def aggregate(message_type, replies):
+def aggregate(message_type, replies, masked=()):
     """:class:`Sums` of encoded replies ``{party: reply}`` to ``message_type``
     (:func:`~.runtime.encode_reply`): the encodings of the replies of one layout added
     modulo 2²⁵⁶ as one array each; where layouts differ (a field some parties do not
-    send), their sums field by field, still in the ring; each field decoded once."""
+    send), their sums field by field, still in the ring; each field decoded once.  The
+    replies of the ``masked`` parties (a secure sum) must all be there and share one
+    layout: their masks cancel only in the sum of all of them, a sum without one of them
+    is noise and is refused."""
+    if masked:
+        missing = sorted(set(masked) - set(replies))
+        if missing:
+            raise ValueError(f"secure sum refused: the uploads of {missing} are missing "
+                             "(the masks cancel only in the sum of every client's)")
+        if len({replies[n].get(LAYOUT) for n in masked}) > 1:
+            raise ValueError(f"secure sum refused: the clients' replies to "
+                             f"{message_type!r} differ in their fields")
     groups, disclosed = {}, {}       # layout -> [total, parties]; field -> {party: value}
     for name, reply in replies.items():
         for key, value in reply.items():
@@ -96,12 +109,34 @@ class Traffic:
     bytes_down: int = 0
 
 
+#: the entry of a checkpoint's parties that holds a secure sum's public keys (not a party)
+SECURE_KEY = "@secure"
+
+
 class Federation:
     """Base class: ``clients`` (names, in the fixed aggregation order), ``own`` (the
-    server party's runtime or None), ``traffic``, and the per-round checks."""
+    server party's runtime or None), ``traffic``, and the per-round checks.
 
-    def __init__(self, clients, own=None, counted=True, control=None):
+    ``secure``: the clients mask their uploads pairwise (:mod:`.secure`): before the
+    first message the federation runs the key agreement (one counted round, each
+    client's public key up), then sends every client the others' public keys with the
+    next message, and each round's cohort where it is not every client; the server's
+    own party is not masked (its share is the server's own).  ``snapshots``: a resumed
+    solve's, whose ``@secure`` entry holds the public keys (no new agreement)."""
+
+    def __init__(self, clients, own=None, counted=True, control=None, secure=False,
+                 snapshots=None):
         self.clients = list(clients)
+        if secure and len(self.clients) < MIN_CLIENTS:
+            raise ValueError(f"secure=True needs at least {MIN_CLIENTS} clients (with "
+                             f"{len(self.clients)}, a client could subtract its own "
+                             "upload from a sum and read the other's)")
+        self.secure = secure
+        saved = (snapshots or {}).get(SECURE_KEY) or {}
+        self.peers = saved.get("peers")
+        #: the clients that have the peers' public keys (a client's first message after
+        #: the key agreement brings them)
+        self.announced = set(saved.get("announced", ()))
         self.own = own
         self.counted = counted
         self.traffic = Traffic()
@@ -125,6 +160,14 @@ class Federation:
         names = self.clients if to is None else [c for c in self.clients if c in set(to)]
         payloads = {n: payload if not per_client or n not in per_client
                     else {**payload, **per_client[n]} for n in names}
+        if self.secure:
+            if self.peers is None:
+                self._agree_keys()
+            cohort = ({"cohort": np.array([float(self.clients.index(n)) for n in names])}
+                      if len(names) < len(self.clients) else {})
+            payloads = {n: {**p, **cohort, **({} if n in self.announced
+                                              else {"peers": self.peers})}
+                        for n, p in payloads.items()}
         seq = self.seq + 1
         self.round_what = f"{message_type} to {len(names)} clients"
         self.round_started = time.perf_counter()
@@ -138,13 +181,12 @@ class Federation:
             if isinstance(r, SolveStop):
                 raise r
         self.seq = seq
+        if self.secure:
+            self.announced.update(names)
         if self.counted and counted:
             t = self.traffic
             t.rounds += 1
-            if per_client:
-                t.bytes_down += FLOAT * sum(floats(payloads[n]) for n in names)
-            else:
-                t.bytes_down += FLOAT * len(names) * floats(payload)
+            t.bytes_down += FLOAT * sum(floats(payloads[n]) for n in names)
             t.bytes_up += sum(wire_bytes(replies[n]) for n in names)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("round %d: %s to %d clients%s", self.traffic.rounds, message_type,
@@ -152,7 +194,20 @@ class Federation:
         out = {n: replies[n] for n in names}
         if own is not None:
             out["server"] = own
-        return aggregate(message_type, out)
+        return aggregate(message_type, out, masked=names if self.secure else ())
+
+    def _agree_keys(self):
+        """The secure sum's key agreement: one round, each client's public key up."""
+        seq = self.seq + 1
+        replies = self._exchange(seq, M.SECURE_KEYS, {n: {} for n in self.clients})
+        for n in self.clients:
+            if isinstance(replies[n], SolveStop):
+                raise replies[n]
+        self.seq, self.announced = seq, set()
+        self.peers = np.concatenate([replies[n]["public_key"] for n in self.clients])
+        if self.counted:
+            self.traffic.rounds += 1
+            self.traffic.bytes_up += sum(wire_bytes(replies[n]) for n in self.clients)
 
     # -- what a backend implements --------------------------------------------------
     def _exchange(self, seq, message_type, payloads):
@@ -162,8 +217,12 @@ class Federation:
 
     def snapshot(self):
         """``{name: runtime snapshot}`` of the parties whose state this backend holds
-        (all of them in-process; only the server's own elsewhere)."""
-        return {} if self.own is None else {"server": self.own.snapshot()}
+        (all of them in-process; only the server's own elsewhere), and a secure sum's
+        public keys."""
+        out = {} if self.own is None else {"server": self.own.snapshot()}
+        if self.peers is not None:
+            out[SECURE_KEY] = {"peers": self.peers, "announced": sorted(self.announced)}
+        return out
 
     def multipliers(self, record="kkt", seq=None):
         """``{name: Multipliers}`` of the parties this backend runs, each one's record of

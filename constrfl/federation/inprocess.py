@@ -20,10 +20,13 @@ class InProcessFederation(Federation):
     ``snapshots`` (from :meth:`snapshot`) restores the parties of a checkpoint;
     ``counted=False`` keeps no traffic (cProx-AL: the pooled problem, no federation);
     ``control``: the solve's :class:`~constrfl.control.SolveControl`; ``disclose``: the
-    parties let their disclosed fields through (``private=False``).
+    parties let their disclosed fields through (``private=False``); ``secure``: the
+    clients mask their uploads (:mod:`.secure`), as on Flower: for tests and to measure
+    what it costs.
     """
 
-    def __init__(self, problem, snapshots=None, counted=True, control=None, disclose=False):
+    def __init__(self, problem, snapshots=None, counted=True, control=None, disclose=False,
+                 secure=False):
         snapshots = snapshots or {}
         P = problem.regularizer
         self.runtimes = {c.name: PartyRuntime(PartyContext(c, P), snapshots.get(c.name),
@@ -32,7 +35,7 @@ class InProcessFederation(Federation):
         own = (None if problem.server.is_empty
                else PartyRuntime(PartyContext(problem.server, P), snapshots.get("server"),
                                  disclose))
-        super().__init__(list(self.runtimes), own, counted, control)
+        super().__init__(list(self.runtimes), own, counted, control, secure, snapshots)
 
     def _exchange(self, seq, message_type, payloads):
         """The clients in turn; once ``max_time`` has run out, the rest of the round is

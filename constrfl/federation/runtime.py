@@ -19,8 +19,10 @@ from .. import status as st
 from ..errors import PartyError
 from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
                        reported_multipliers, restore_state)
-from ..exactsum import encode
-from ..messages import LAYOUT, SUM, SUMS, check_reply, fields_of
+from ..exactsum import add_into, encode
+from ..messages import (LAYOUT, SUM, SUMS, TRANSPORT_FIELDS, MessageType as M, check_reply,
+                        fields_of)
+from .secure import SiteSecret, keys_as_floats, keys_from_floats, mask, pair_keys
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
@@ -84,24 +86,38 @@ class PartyRuntime:
     """``call(seq, message_type, payload) -> encoded reply dict | PartyError``.
 
     ``disclose``: whether this site lets its own values of the *disclosed* fields reach
-    the server (``private=False``; default False: only sums leave it)."""
+    the server (``private=False``; default False: only sums leave it).  A client of a
+    secure sum (:mod:`.secure`) answers the key agreement itself (``secure.keys``: its
+    public key), keeps its private key and the peers' public keys (``secure`` of its
+    snapshot) and masks the encoded sums of every reply."""
 
     def __init__(self, ctx, snapshot=None, disclose=False):
         self.ctx, self.disclose = ctx, disclose
+        self.secure, self._pairs = {}, None     # the secure sum's keys; derived ones
         if snapshot is None:
             self.state, self.seq, self.reply = init_state(ctx.party), 0, None
         else:
             self.state, self.seq, self.reply = (restore_state(snapshot["state"]),
                                                 snapshot["seq"], snapshot["reply"])
+            self.secure = dict(snapshot.get("secure") or {})
 
     def call(self, seq, message_type, payload):
         if seq == self.seq:
             return self.reply
         try:
+            if message_type == M.SECURE_KEYS:
+                return self._agree(seq)
+            transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
+            payload = {k: v for k, v in payload.items() if k not in TRANSPORT_FIELDS}
+            if "peers" in transport:
+                self.secure = dict(self.secure, peers=transport["peers"])
+                self._pairs = None
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_reply(message_type, reply, self.disclose)
             reply = encode_reply(message_type, reply)
+            if "peers" in self.secure and SUMS in reply:
+                reply[SUMS] = self._masked(seq, reply[SUMS], transport.get("cohort"))
         except PartyError as err:
             return err.named(self.ctx.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
@@ -112,6 +128,26 @@ class PartyRuntime:
         self.state, self.seq, self.reply = keep_records(self.state, state, seq), seq, reply
         return reply
 
+    def _agree(self, seq):
+        """The key agreement's reply: a fresh key pair for this solve, its public half."""
+        secret = SiteSecret()
+        self.secure, self._pairs = {"private": keys_as_floats([secret.private_bytes()])}, None
+        self.seq, self.reply = seq, {"public_key": keys_as_floats([secret.public_bytes()])}
+        return self.reply
+
+    def _masked(self, seq, sums, cohort):
+        """The encoded sums plus this client's mask for message ``seq``."""
+        if self._pairs is None:
+            self._pairs = pair_keys(keys_from_floats(self.secure["private"])[0],
+                                    keys_from_floats(self.secure["peers"]))
+        index, keys = self._pairs
+        members = None if cohort is None else {int(i) for i in cohort}
+        if members is not None and index not in members:
+            raise ValueError("secure sum: asked to answer a round whose cohort leaves "
+                             "this client out")
+        out = np.array(sums, dtype=np.uint64)
+        add_into(out, mask(index, keys, seq, out.shape[0], members))
+        return out
     def multipliers(self, record="kkt", seq=None):
         """The multipliers of the party's last KKT share of the kind ``record`` (sent
         with message ``seq`` or before: :func:`~constrfl.parties.reported_multipliers`):
@@ -119,5 +155,7 @@ class PartyRuntime:
         return reported_multipliers(self.ctx.party, self.state, record, seq)
 
     def snapshot(self):
-        """The runtime's data (state, last sequence number and reply), for checkpoints."""
-        return {"state": self.state, "seq": self.seq, "reply": self.reply}
+        """The runtime's data (state, last sequence number and reply, and a secure sum's
+        keys), for checkpoints."""
+        return {"state": self.state, "seq": self.seq, "reply": self.reply,
+                "secure": self.secure}

@@ -69,10 +69,11 @@ def flower_type(message_type):
 
 def known_types():
     """The constrfl types a ClientApp answers: every handler, every ordered pair of
-    distinct handlers (the compound rounds, e.g. ``al.update+admm.start``) and the
-    discovery message."""
+    distinct handlers (the compound rounds, e.g. ``al.update+admm.start``), the secure
+    sum's key agreement and the discovery message."""
     singles = sorted(HANDLERS)
-    return singles + [f"{a}+{b}" for a in singles for b in singles if a != b] + [HELLO]
+    return (singles + [f"{a}+{b}" for a in singles for b in singles if a != b]
+            + [M.SECURE_KEYS, HELLO])
 
 
 # -- payloads and states ------------------------------------------------------------------
@@ -171,8 +172,10 @@ _MAGIC = b"constrfl-state-1\n"
 
 def pack_state(snapshot, fields):
     """The bytes of a :class:`~constrfl.federation.PartyRuntime` snapshot (its state,
-    last sequence number and reply) plus ``fields`` (e.g. the solve's id)."""
-    return _MAGIC + _pack({"state": snapshot["state"] or {}, "reply": snapshot["reply"] or {}},
+    last sequence number and reply, and a secure sum's keys) plus ``fields`` (e.g. the
+    solve's id)."""
+    return _MAGIC + _pack({"state": snapshot["state"] or {}, "reply": snapshot["reply"] or {},
+                           "secure": snapshot.get("secure") or {}},
                           "state", {"fields": fields, "seq": snapshot["seq"],
                                     "has_reply": snapshot["reply"] is not None})
 
@@ -184,7 +187,8 @@ def unpack_state(blob):
         raise ValueError("not a constrfl site state")
     header, parts = _unpack(blob, len(_MAGIC))
     snapshot = {"state": parts.get("state", {}), "seq": header["seq"],
-                "reply": parts.get("reply", {}) if header["has_reply"] else None}
+                "reply": parts.get("reply", {}) if header["has_reply"] else None,
+                "secure": parts.get("secure", {})}
     return snapshot, header["fields"]
 
 

@@ -72,14 +72,14 @@ class FlowerFederation(Federation):
     further error up to ``resend_after``."""
 
     def __init__(self, grid, view, snapshots=None, counted=True, *, control=None,
-                 disclose=False, client_timeout=TRANSPORT["client_timeout"],
+                 disclose=False, secure=False, client_timeout=TRANSPORT["client_timeout"],
                  resend_after=TRANSPORT["resend_after"],
                  poll_interval=TRANSPORT["poll_interval"]):
         snapshots = snapshots or {}
         own = (None if view.server.is_empty
                else PartyRuntime(PartyContext(view.server, view.regularizer),
                                  snapshots.get("server"), disclose))
-        super().__init__(view.client_names, own, counted, control)
+        super().__init__(view.client_names, own, counted, control, secure, snapshots)
         self.grid = grid
         self.client_timeout = positive(client_timeout, "client_timeout")
         self.resend_after = positive(resend_after, "resend_after")
@@ -275,14 +275,14 @@ def run_server(grid, view, *args, output_dir=None, **kwargs):
                         f"got {type(view).__name__}")
     transport = {k: kwargs.pop(k) for k in TRANSPORT if k in kwargs}
 
-    def over_flower(method, snapshots, control, disclose):
+    def over_flower(method, snapshots, control, disclose, secure):
         if method == "cproxal":
             raise ValueError("method 'cproxal' is the centralized twin (subproblems on the "
                              "pooled data, no federation); on Flower use method='fedproxal' "
                              "with inner='newton' (the same proximal Newton steps over the "
                              "federation) or inner='admm'")
         return FlowerFederation(grid, view, snapshots, control=control, disclose=disclose,
-                                **transport)
+                                secure=secure, **transport)
 
     with _outer_iterations_logged():
         res = solve(view, *args, federation=over_flower, **kwargs)

@@ -1,0 +1,232 @@
+"""Secure summation (secure=True, constrfl.federation.secure): the clients' masked uploads
+say nothing on their own, their sum is the plain sum bit for bit, and every way a sum
+could go wrong (a missing client, a resent message, a resume, too few clients) is
+handled."""
+import numpy as np
+import pytest
+
+pytest.importorskip("cryptography")
+
+import constrfl as cf
+from constrfl.errors import ClientFailure
+from constrfl.exactsum import add_into, decode, encode
+from constrfl.federation import InProcessFederation
+from constrfl.federation.base import aggregate
+from constrfl.federation.runtime import PartyRuntime
+from constrfl.federation.secure import SiteSecret, mask, pair_keys
+from constrfl.messages import SUMS, LAYOUT, MessageType as M
+from constrfl.parties import PartyContext
+
+from builders import np_problem
+from test_sums_only import _correlation, least_squares_sites
+
+
+def record_uploads(monkeypatch):
+    """Every client's encoded reply as the server receives it: ``[(type, {name: reply})]``."""
+    seen, original = [], InProcessFederation._exchange
+
+    def spy(self, seq, message_type, payloads):
+        replies = original(self, seq, message_type, payloads)
+        seen.append((message_type, {n: dict(r) for n, r in replies.items()
+                                    if isinstance(r, dict)}))
+        return replies
+    monkeypatch.setattr(InProcessFederation, "_exchange", spy)
+    return seen
+
+
+@pytest.mark.parametrize("method, options", [
+    ("fedproxal", {"inner": "newton"}),
+    ("fedproxal", {"inner": "newton-cg"}),
+    ("fedproxal", {"inner": "admm"}),
+    ("fedavg", {"client_fraction": 0.6, "rounds": 12, "penalty": "quadratic"}),
+])
+def test_secure_solve_is_the_plain_solve_bit_for_bit(method, options):
+    """The masks cancel exactly in the ring: the same iterates, multipliers and
+    statuses, one round more (the key agreement)."""
+    p = np_problem(5, 0.4)
+    plain = cf.solve(p, method, **options)
+    masked = cf.solve(p, method, secure=True, **options)
+    assert masked.status == plain.status
+    assert masked.w.tobytes() == plain.w.tobytes()
+    assert masked.rounds == plain.rounds + 1
+    for name in plain.multipliers:
+        assert masked.multipliers[name].ineq.tobytes() == plain.multipliers[name].ineq.tobytes()
+    if method == "fedproxal":
+        assert plain.status == "optimal"
+        cert = cf.certify(p, masked)
+        assert cert.ok, cert.failures
+
+
+def split_upload(reply):
+    """``{field: ring elements}`` of an encoded reply, by its layout."""
+    out, at = {}, 0
+    for item in reply[LAYOUT].split(";"):
+        name, size = item.split(":")
+        n = int(size) if size else 1
+        out[name] = np.array(reply[SUMS][at:at + n])
+        at += n
+    return out
+
+
+def worst_correlation(seen, p, data):
+    """The largest correlation of any field of any site's upload, decoded as a curious
+    server would (NaN read as 0), with that site's XᵢᵀXᵢ (off the diagonal, against a
+    Hessian triangle) or Xᵢᵀyᵢ (against a d-vector)."""
+    d = p.dim
+    tri, off = np.triu_indices(d), np.triu_indices(d, 1)
+    stats = {c.name: ((X.T @ X)[off], X.T @ y) for c, (X, y) in zip(p.clients, data)}
+    worst = 0.0
+    for kind, replies in seen:
+        for name, reply in replies.items():
+            if SUMS not in reply:
+                continue
+            gram, moment = stats[name]
+            for field, ring in split_upload(reply).items():
+                v = np.nan_to_num(decode(ring))
+                if v.size == tri[0].size:
+                    H = np.zeros((d, d))
+                    H[tri] = v
+                    worst = max(worst, _correlation(H[off], gram))
+                elif v.size == d:
+                    worst = max(worst, _correlation(v, moment))
+    return worst
+
+
+def test_a_curious_server_reads_noise_in_each_upload(monkeypatch):
+    """Everything the server receives in a secure Newton solve (recorded at
+    ``_exchange``): each site's upload is uniform in the ring (its bytes' frequencies
+    pass a χ² test at the 0.1% level), and no field of it correlates with the site's
+    XᵢᵀXᵢ or Xᵢᵀyᵢ, where the same record of a plain solve has the Hessian sum's
+    correlation 1; the uploads' exact sum is the plain sum."""
+    p, data = least_squares_sites()
+    seen = record_uploads(monkeypatch)
+    res = cf.solve(p, inner="newton", secure=True, max_outer=2)
+    masked = [(k, r) for k, r in seen if k != M.SECURE_KEYS]
+    assert len(masked) == res.rounds - 1
+    for kind, replies in masked:
+        for name, reply in replies.items():
+            raw = np.frombuffer(np.array(reply[SUMS]).tobytes(), dtype=np.uint8)
+            counts = np.bincount(raw, minlength=256)
+            expected = raw.size / 256
+            if expected >= 20:
+                chi2 = float(((counts - expected) ** 2 / expected).sum())
+                assert chi2 < 330.5, (kind, name, chi2)      # χ²(255) at 0.1%
+    assert worst_correlation(masked, p, data) < 0.9
+    seen.clear()
+    plain = cf.solve(p, inner="newton", max_outer=2)
+    assert worst_correlation(seen, p, data) > 0.99           # the same record, unmasked
+    assert plain.w.tobytes() == res.w.tobytes()
+
+
+def test_masks_cancel_over_a_cohort_and_only_there():
+    """Three clients' masks for one message sum to zero in the ring; a cohort's masks
+    (a baseline's sample) sum to zero over the cohort; two of three leave noise."""
+    secrets = [SiteSecret() for _ in range(3)]
+    peers = [s.public_bytes() for s in secrets]
+    pairs = [pair_keys(s.private_bytes(), peers) for s in secrets]
+    masks = [mask(i, keys, 7, 5) for i, keys in pairs]
+    total = np.zeros_like(masks[0])
+    for m in masks:
+        add_into(total, m)
+    assert not total.any()
+    partial = np.zeros_like(masks[0])
+    for m in masks[:2]:
+        add_into(partial, m)
+    assert partial.any()
+    cohort = {0, 2}
+    a = mask(0, pairs[0][1], 8, 5, cohort)
+    add_into(a, mask(2, pairs[2][1], 8, 5, cohort))
+    assert not a.any()
+    assert mask(0, pairs[0][1], 7, 5).tobytes() == masks[0].tobytes()   # per message: fixed
+    assert mask(0, pairs[0][1], 9, 5).tobytes() != masks[0].tobytes()   # and fresh each seq
+
+
+def test_a_sum_with_a_client_missing_is_refused():
+    """The server never forms a masked sum without every client's upload (noise), nor
+    one over replies of different layouts."""
+    reply = {SUMS: encode(np.ones(3)), LAYOUT: "a:3"}
+    with pytest.raises(ValueError, match="missing"):
+        aggregate("admm.step", {"a": reply, "b": reply}, masked=["a", "b", "c"])
+    with pytest.raises(ValueError, match="differ"):
+        aggregate("admm.step", {"a": reply, "b": {**reply, LAYOUT: "b:3"}}, masked=["a", "b"])
+
+
+def test_a_lost_client_ends_a_secure_solve_resumably(monkeypatch):
+    """A client gone mid-solve ends it as client_failure with the last iterate (no sum
+    is formed without it); resumed once it is back, the solve ends where an
+    uninterrupted one does, bit for bit."""
+    p = np_problem(4, 0.4)
+    whole = cf.solve(p, inner="admm", secure=True)
+    original, calls = PartyRuntime.call, {"n": 0}
+
+    def gone(self, seq, message_type, payload):
+        if self.ctx.party.name == p.clients[2].name:
+            calls["n"] += 1
+            if calls["n"] > whole.rounds * 3 // 4:
+                return ClientFailure(self.ctx.party.name, "its node went away")
+        return original(self, seq, message_type, payload)
+    monkeypatch.setattr(PartyRuntime, "call", gone)
+    lost = cf.solve(p, inner="admm", secure=True)
+    assert lost.status == "client_failure" and p.clients[2].name in lost.message
+    assert np.isfinite(lost.w).all() and lost.history
+    monkeypatch.setattr(PartyRuntime, "call", original)
+    back = cf.solve(p, resume=lost)
+    assert back.status == "optimal"
+    assert back.w.tobytes() == whole.w.tobytes()
+
+
+def test_a_resent_message_gets_the_same_masked_reply():
+    """A runtime answers a repeated sequence number with its cached reply, and a runtime
+    restored from its snapshot masks a recomputed reply with the same bits."""
+    p = np_problem(3, 0.4)
+    rts = [PartyRuntime(PartyContext(c, p.regularizer)) for c in p.clients]
+    keys = [rt.call(1, M.SECURE_KEYS, {})["public_key"] for rt in rts]
+    peers = np.concatenate(keys)
+    first = rts[0].call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
+                                          "peers": peers})
+    again = rts[0].call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
+                                          "peers": peers})
+    assert again is first
+    snap = rts[0].snapshot()
+    fresh = PartyRuntime(PartyContext(p.clients[0], p.regularizer),
+                         {**snap, "seq": 1, "reply": None})
+    redo = fresh.call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0})
+    assert np.array(redo[SUMS]).tobytes() == np.array(first[SUMS]).tobytes()
+
+
+def test_secure_needs_three_clients_and_a_federation():
+    with pytest.raises(ValueError, match="at least 3 clients"):
+        cf.solve(np_problem(2), secure=True)
+    with pytest.raises(ValueError, match="cproxal"):
+        cf.solve(np_problem(3), "cproxal", secure=True)
+    with pytest.raises(ValueError, match="private=False"):
+        cf.solve(np_problem(3), secure=True, private=False)
+    with pytest.raises(TypeError, match="secure must be True or False"):
+        cf.solve(np_problem(3), secure=1)
+
+
+def test_a_stopped_secure_solve_resumes_bit_for_bit():
+    """The public keys travel in the checkpoint (no second key agreement): a solve
+    stopped after 2 outer iterations and resumed ends where the uninterrupted one does,
+    in the same rounds."""
+    p = np_problem(4, 0.4)
+    whole = cf.solve(p, inner="admm", secure=True)
+    part = cf.solve(p, inner="admm", secure=True, max_outer=2)
+    assert part.status == "max_iterations"
+    rest = cf.solve(p, resume=part, max_outer=whole.outer_iterations + 5)
+    assert rest.status == whole.status == "optimal"
+    assert rest.w.tobytes() == whole.w.tobytes()
+    assert rest.rounds == whole.rounds
+
+
+def test_the_server_party_is_not_masked_and_clients_are():
+    """The server's own share (its global constraints) is its own: unmasked; the
+    clients' replies carry masked sums."""
+    p = np_problem(3, 0.4, server_separation=1.0)
+    fed = InProcessFederation(p, secure=True)
+    sums = fed.broadcast(M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0})
+    plain = InProcessFederation(p).broadcast(M.KKT_REPORT, {"w": np.zeros(p.dim),
+                                                           "penalty_weight": 10.0})
+    for k in plain:
+        assert np.asarray(sums[k]).tobytes() == np.asarray(plain[k]).tobytes()
+    assert fed.traffic.rounds == 2                    # the key agreement and the report
