@@ -31,8 +31,8 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["encode", "decode", "add_into", "subtract_into", "exact_sum", "FRACTION", "LIMIT", "MAX_ADDENDS",
-           "LIMBS", "RING_BYTES"]
+__all__ = ["encode", "decode", "add_into", "subtract_into", "add_signed_into", "exact_sum",
+           "FRACTION", "LIMIT", "MAX_ADDENDS", "LIMBS", "RING_BYTES"]
 
 LIMBS = 4                      # 64-bit limbs: the ring Z/2²⁵⁶
 RING_BYTES = 8 * LIMBS         # bytes an encoded entry takes on the wire
@@ -118,6 +118,17 @@ def subtract_into(acc, other):
             b2 = borrow > d
             acc[i, j] = t
             borrow = np.uint64(1) if (b1 or b2) else np.uint64(0)
+
+
+@numba.njit(cache=True)
+def add_signed_into(acc, terms, plus):
+    """acc ← acc + Σₖ ±terms[k] modulo 2²⁵⁶, + where ``plus[k]``, − elsewhere
+    (``terms``: ``(K, n, 4)`` uint64)."""
+    for k in range(terms.shape[0]):
+        if plus[k]:
+            add_into(acc, terms[k])
+        else:
+            subtract_into(acc, terms[k])
 
 
 @numba.njit(cache=True)

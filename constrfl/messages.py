@@ -44,7 +44,7 @@ from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "check_reply", "trial_points",
            "trial_steps", "pack_upper", "unpack_upper", "FIELDS", "Fields", "SUM", "PUBLIC",
            "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT",
-           "TRANSPORT_FIELDS"]
+           "TRANSPORT_FIELDS", "SECURE_MIN_CLIENTS"]
 
 FLOAT = 8  # bytes a float on the wire
 _FLOAT64 = np.dtype(np.float64)
@@ -128,6 +128,9 @@ FIELDS = {
                           {"delta": SUM, "m": SUM, "v": SUM}),
     M.SECURE_KEYS: _fields("", {"public_key": PUBLIC}, "private_key"),
 }
+#: the fewest clients a secure sum adds (with two, each could subtract its own upload from
+#: the sum and read the other's; docs/flower.md, "Threat model")
+SECURE_MIN_CLIENTS = 3
 #: what the transport adds to any message's payload: every client's public key for the
 #: secure sum (the first message after the key agreement), and the clients a round
 #: sums over where not all (a baseline's sample), by their index

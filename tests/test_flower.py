@@ -153,6 +153,12 @@ def assert_same(a, b):
                           [b.objective, *vars(b.kkt).values()], equal_nan=True)
 
 
+def deployed(prob, **opts):
+    """cf.solve as a deployment runs it: secure aggregation on with 3 sites or more
+    (run_server's default), so that simulate's answer is this one bit for bit."""
+    return cf.solve(prob, secure=len(prob.clients) >= 3, **opts)
+
+
 CASES = {
     "admm": dict(max_outer=2, max_inner=40),   # al.begin+admm.start, admm.step, al.update+…
     #                                            (the second subproblem with the metric Jᵢ)
@@ -172,7 +178,7 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
         opts = dict(opts, client_lr=1e-3)
     if problem == "lcqp" and case == "admm":
         opts = dict(opts, max_inner=30)          # d = 50: cheaper rounds, same messages
-    expected = cf.solve(prob, tol=1e-6, **opts)
+    expected = deployed(prob, tol=1e-6, **opts)
     got = simulate(prob, tol=1e-6, **opts)
     assert_same(expected, got)
     assert got.rounds > 0 and got.history
@@ -207,7 +213,7 @@ def test_every_baseline_equals_solve_with_a_composite_regularizer(method):
     steps (FedMid, FedDualAvg) use the regularizer the ClientApp was given."""
     prob = np_problem(3, 0.4, regularizer=cf.prox.L1(0.01))     # no server: FedCAda
     opts = dict(method=method, rounds=3, local_steps=2, penalty="quadratic")
-    assert_same(cf.solve(prob, **opts), simulate(prob, **opts))
+    assert_same(deployed(prob, **opts), simulate(prob, **opts))
 
 
 def test_cproxal_is_refused_with_a_reason():
@@ -232,3 +238,43 @@ def test_the_server_app_logs_a_line_per_outer_iteration(capsys):
     lines = [line for line in err.splitlines() if "constrfl: outer iteration" in line]
     assert len(lines) == res.outer_iterations == 2
     assert not logging.getLogger("constrfl").handlers          # taken off again
+
+
+# -- secure aggregation, a deployment's default -----------------------------------------------
+
+def test_a_curious_serverapp_reads_only_noise_from_each_site(monkeypatch):
+    """Everything the ServerApp receives from the sites on the in-memory grid (after
+    Flower's serialization) in a default deployment of 4 least-squares sites: each
+    site's upload is uniform in the ring and no field correlates with its XᵢᵀXᵢ or Xᵢᵀyᵢ;
+    the answer is cf.solve's (secure=True, and so the plain one's) bit for bit."""
+    pytest.importorskip("cryptography")
+    from constrfl.flower.server import FlowerFederation
+    from test_secure import uniform_bytes, worst_correlation
+    from test_sums_only import least_squares_sites
+    p, data = least_squares_sites()
+    seen, original = [], FlowerFederation._exchange
+
+    def spy(self, seq, message_type, payloads):
+        replies = original(self, seq, message_type, payloads)
+        seen.append((message_type, {n: r for n, r in replies.items() if isinstance(r, dict)}))
+        return replies
+    monkeypatch.setattr(FlowerFederation, "_exchange", spy)
+    got = simulate(p, inner="newton", max_outer=2)
+    assert seen[0][0] == M.SECURE_KEYS and len(seen) == got.rounds
+    masked = seen[1:]
+    assert all(uniform_bytes(r) for _, replies in masked for r in replies.values())
+    assert worst_correlation(masked, p, data) < 0.9
+    assert_same(cf.solve(p, inner="newton", max_outer=2, secure=True), got)
+    assert got.w.tobytes() == cf.solve(p, inner="newton", max_outer=2).w.tobytes()
+
+
+def test_two_sites_deploy_without_masks_and_say_so(caplog):
+    """With 2 sites a sum would show each site the other's upload: a deployment runs
+    without secure aggregation and logs why; asking for it is refused."""
+    prob = np_problem(2, 0.4)
+    with caplog.at_level(logging.WARNING, logger="constrfl.flower"):
+        got = simulate(prob, inner="newton")
+    assert "secure aggregation is off: 2 sites" in caplog.text
+    assert_same(cf.solve(prob, inner="newton"), got)
+    with pytest.raises(ValueError, match="at least 3 clients"):
+        simulate(prob, inner="newton", secure=True)

@@ -90,7 +90,8 @@ def test_example_apps_solve_the_split_data_like_cf_solve(example, tmp_path):
     assert json.loads((tmp_path / "result" / "run_config.json").read_text())["tol"] == 1e-4
     assert sorted(p.name for p in (tmp_path / "state").iterdir()) == sorted(
         f"{s}.state.{i}" for s in task.site_names(5) for i in (0, 1))
-    expected = cf.solve(task.problem(tmp_path / "sites", 5, 0.2), inner="newton", tol=1e-4)
+    expected = cf.solve(task.problem(tmp_path / "sites", 5, 0.2), inner="newton", tol=1e-4,
+                        secure=True)
     assert expected.status == "optimal"
     assert_same(expected, got)
 
@@ -101,7 +102,7 @@ def test_a_solve_that_is_not_optimal_fails_the_run_after_saving(example, tmp_pat
         solve_in_memory(example, tmp_path, 3, tol=1e-8, **{"max-outer": 1})
     got = load_result(tmp_path / "result")                     # saved before raising
     expected = cf.solve(task.problem(tmp_path / "sites", 3, 0.2), inner="newton", tol=1e-8,
-                        max_outer=1)
+                        max_outer=1, secure=True)
     assert expected.status == "max_iterations"
     assert_same(expected, got)
 
@@ -214,10 +215,10 @@ def listening(port):
 
 def expected_answer(sites, config=CONFIG):
     """cf.solve on the CSVs with the app's defaults, stated here (not read from the app)."""
-    assert (config["method"], config["inner"], config["tol"], config["max-outer"]) == \
-        ("fedproxal", "newton", 1e-6, 200)
+    assert (config["method"], config["inner"], config["tol"], config["max-outer"],
+            config["secure"]) == ("fedproxal", "newton", 1e-6, 200, True)
     res = cf.solve(task.problem(sites, 5, config["max-class1-loss"]), "fedproxal", 1e-6,
-                   inner="newton", max_outer=200)
+                   inner="newton", max_outer=200, secure=True)
     assert res.status == "optimal"
     return res
 

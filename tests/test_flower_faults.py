@@ -21,13 +21,16 @@ from test_flower import assert_same  # noqa: E402
 
 NP = np_problem(5, 0.4, server_separation=0.7)
 NEWTON = dict(inner="newton")                       # 24 rounds to optimality
+#: what a deployment of NP's 5 sites runs with by default (run_server): secure
+#: aggregation, its key agreement message 1; each solver message one later than plain
+SECURE = dict(secure=True)
 FAST = dict(client_timeout=5.0, resend_after=0.05)  # resend soon, fail after 5 s
 SITE = "client-2"
 
 
 @pytest.fixture(scope="module")
 def reference():
-    return cf.solve(NP, **NEWTON)
+    return cf.solve(NP, **NEWTON, **SECURE)
 
 
 def at_message(seq, site, action, then=None):
@@ -48,11 +51,11 @@ def at_message(seq, site, action, then=None):
 @pytest.mark.parametrize("action", ["drop", "drop_reply", "unavailable"])
 def test_a_lost_message_reply_or_error_reply_is_retried(tmp_path, reference, action):
     grid = local_grid(NP, tmp_path)
-    hook = at_message(9, SITE, action)
+    hook = at_message(10, SITE, action)
     res = simulate(NP, grid=grid, faults=hook, **NEWTON, **FAST)
     assert hook.hits and [(s, a) for s, _, a in grid.stats.faults] == [(SITE, action)]
     assert_same(reference, res)
-    # what the site's ClientApp ran beyond the others: message 9 twice when its reply
+    # what the site's ClientApp ran beyond the others: message 10 twice when its reply
     # was lost; a second "which site are you?" after an error reply
     ran = grid.nodes[grid.node_of(SITE)].delivered
     others = grid.nodes[grid.node_of("client-0")].delivered
@@ -62,14 +65,14 @@ def test_a_lost_message_reply_or_error_reply_is_retried(tmp_path, reference, act
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_a_restarted_supernode_resumes_from_its_site_directory(tmp_path, when):
     """The SuperNode restarts (new node id, empty context.state, fresh ClientApp) just
-    before it runs message 30 of an ADMM solve, or just after it ran it and wrote its
+    before it runs message 31 of an ADMM solve, or just after it ran it and wrote its
     state (the reply is lost): the server finds the site on its new node, resends, and
     the site carries on from its file — the same final point, bit for bit."""
     opts = dict(inner="admm", max_outer=2, max_inner=20)
-    reference = cf.solve(NP, **opts)
+    reference = cf.solve(NP, **opts, **SECURE)
     grid = local_grid(NP, tmp_path)
     old = grid.node_of(SITE)
-    hook = at_message(30, SITE, "drop" if when == "before" else "drop_reply",
+    hook = at_message(31, SITE, "drop" if when == "before" else "drop_reply",
                       then=grid.restart)
     res = simulate(NP, grid=grid, faults=hook, **opts, **FAST)
     assert hook.hits == [old] and grid.node_of(SITE) != old
@@ -82,12 +85,12 @@ def test_a_restart_that_lost_the_site_directory_is_a_client_error(tmp_path):
         for f in tmp_path.glob(f"{SITE}.state.*"):
             f.unlink()
     grid = local_grid(NP, tmp_path)
-    res = simulate(NP, grid=grid, faults=at_message(12, SITE, "drop", then=wipe),
+    res = simulate(NP, grid=grid, faults=at_message(13, SITE, "drop", then=wipe),
                    **NEWTON, **FAST)
     assert res.status == "client_error"
-    assert SITE in res.message and "state" in res.message and "expects 11" in res.message
+    assert SITE in res.message and "state" in res.message and "expects 12" in res.message
     assert res.error is not None and res.error.party == SITE
-    partial = cf.solve(NP, max_outer=res.outer_iterations, **NEWTON)
+    partial = cf.solve(NP, max_outer=res.outer_iterations, **NEWTON, **SECURE)
     assert res.w.tobytes() == partial.w.tobytes()
 
 
@@ -99,15 +102,15 @@ def test_a_site_gone_for_good_ends_client_failure_and_resumes_to_the_same_answer
     def leave(node):
         gone["node"] = grid.remove(node)
     t0 = time.perf_counter()
-    res = simulate(NP, grid=grid, faults=at_message(15, SITE, "drop", then=leave),
+    res = simulate(NP, grid=grid, faults=at_message(16, SITE, "drop", then=leave),
                    **NEWTON, client_timeout=0.5, resend_after=0.05)
     elapsed = time.perf_counter() - t0
     assert res.status == "client_failure" and SITE in res.message
     assert isinstance(res.error, ClientFailure) and res.error.party == SITE
     assert elapsed < 0.5 + 3.0                       # waited client_timeout, not more
     # the last completed outer iterate, its multipliers and history are kept
-    partial = cf.solve(NP, max_outer=res.outer_iterations, **NEWTON)
-    assert res.outer_iterations >= 1 and res.rounds == 14
+    partial = cf.solve(NP, max_outer=res.outer_iterations, **NEWTON, **SECURE)
+    assert res.outer_iterations >= 1 and res.rounds == 15
     assert res.w.tobytes() == partial.w.tobytes()
     for party, m in partial.multipliers.items():
         assert res.multipliers[party].ineq.tobytes() == m.ineq.tobytes()

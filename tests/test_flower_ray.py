@@ -19,4 +19,5 @@ def test_ray_simulation_equals_solve_bit_for_bit(monkeypatch):
                        "FLWR_DISABLE_UPDATE_CHECK": "1"}.items():
         monkeypatch.setenv(var, value)
     prob = np_problem(5, 0.4, server_separation=0.7)
-    assert_same(cf.solve(prob, inner="newton"), simulate(prob, backend="ray", inner="newton"))
+    assert_same(cf.solve(prob, inner="newton", secure=True),     # a deployment's default
+                simulate(prob, backend="ray", inner="newton"))

@@ -131,7 +131,8 @@ def task_input(tmp_path_factory):
         if site == "site-0" and codec.meta(message.content).get("seq") == 1 and not seen:
             seen.append(message)
     with pytest.raises(RuntimeError, match="ended max_iterations"):   # (one outer
-        solve_in_memory(example, tmp, 3, faults=first, **{"max-outer": 1})  # iteration)
+        solve_in_memory(example, tmp, 3, faults=first,                      # iteration;
+                        **{"max-outer": 1, "secure": False})   # message 1: a solver's)
     message = seen[0]
     run_config = json.loads((tmp / "result" / "run_config.json").read_text())
 

@@ -26,7 +26,7 @@ def test_a_deployment_gives_cf_solves_answer(tmp_path, mode, kwargs):
     out = deploy.deploy(tmp_path, 3, mode, run_config=CAPPED, verbose=False, timeout=1200,
                         **kwargs)
     expected = cf.solve(task.problem(tmp_path / "sites", 3, 0.2), inner="newton", tol=1e-3,
-                        max_outer=1)
+                        max_outer=1, secure=True)
     assert_same(expected, load_result(out["result"]))
     pids = {t[0] for t in out["trace"]}
     assert len(pids) == (3 if mode == "warm-in-process" and not kwargs else len(out["trace"]))

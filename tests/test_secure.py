@@ -13,7 +13,7 @@ from constrfl.exactsum import add_into, decode, encode
 from constrfl.federation import InProcessFederation
 from constrfl.federation.base import aggregate
 from constrfl.federation.runtime import PartyRuntime
-from constrfl.federation.secure import SiteSecret, mask, pair_keys
+from constrfl.federation.secure import Masks, SiteSecret, pair_keys
 from constrfl.messages import SUMS, LAYOUT, MessageType as M
 from constrfl.parties import PartyContext
 
@@ -68,6 +68,17 @@ def split_upload(reply):
     return out
 
 
+def uniform_bytes(reply):
+    """The bytes of a reply's ring elements pass a χ² test of uniformity at the 0.1%
+    level (χ²(255) < 330.5; replies of fewer than 20·256 bytes pass unexamined)."""
+    raw = np.frombuffer(np.array(reply[SUMS]).tobytes(), dtype=np.uint8)
+    expected = raw.size / 256
+    if expected < 20:
+        return True
+    counts = np.bincount(raw, minlength=256)
+    return float(((counts - expected) ** 2 / expected).sum()) < 330.5
+
+
 def worst_correlation(seen, p, data):
     """The largest correlation of any field of any site's upload, decoded as a curious
     server would (NaN read as 0), with that site's XᵢᵀXᵢ (off the diagonal, against a
@@ -103,14 +114,7 @@ def test_a_curious_server_reads_noise_in_each_upload(monkeypatch):
     res = cf.solve(p, inner="newton", secure=True, max_outer=2)
     masked = [(k, r) for k, r in seen if k != M.SECURE_KEYS]
     assert len(masked) == res.rounds - 1
-    for kind, replies in masked:
-        for name, reply in replies.items():
-            raw = np.frombuffer(np.array(reply[SUMS]).tobytes(), dtype=np.uint8)
-            counts = np.bincount(raw, minlength=256)
-            expected = raw.size / 256
-            if expected >= 20:
-                chi2 = float(((counts - expected) ** 2 / expected).sum())
-                assert chi2 < 330.5, (kind, name, chi2)      # χ²(255) at 0.1%
+    assert all(uniform_bytes(r) for _, replies in masked for r in replies.values())
     assert worst_correlation(masked, p, data) < 0.9
     seen.clear()
     plain = cf.solve(p, inner="newton", max_outer=2)
@@ -118,13 +122,18 @@ def test_a_curious_server_reads_noise_in_each_upload(monkeypatch):
     assert plain.w.tobytes() == res.w.tobytes()
 
 
-def test_masks_cancel_over_a_cohort_and_only_there():
-    """Three clients' masks for one message sum to zero in the ring; a cohort's masks
-    (a baseline's sample) sum to zero over the cohort; two of three leave noise."""
+def three_clients_masks():
     secrets = [SiteSecret() for _ in range(3)]
     peers = [s.public_bytes() for s in secrets]
-    pairs = [pair_keys(s.private_bytes(), peers) for s in secrets]
-    masks = [mask(i, keys, 7, 5) for i, keys in pairs]
+    return [Masks(*pair_keys(s.private_bytes(), peers)) for s in secrets]
+
+
+def test_masks_cancel_over_a_cohort_and_only_there():
+    """Three clients' masks for one message sum to zero in the ring; a cohort's masks
+    (a baseline's sample) sum to zero over the cohort; two of three leave noise; a
+    client's mask is the same for the same message and fresh for another."""
+    clients = three_clients_masks()
+    masks = [c.mask(7, 5) for c in clients]
     total = np.zeros_like(masks[0])
     for m in masks:
         add_into(total, m)
@@ -134,11 +143,27 @@ def test_masks_cancel_over_a_cohort_and_only_there():
         add_into(partial, m)
     assert partial.any()
     cohort = {0, 2}
-    a = mask(0, pairs[0][1], 8, 5, cohort)
-    add_into(a, mask(2, pairs[2][1], 8, 5, cohort))
+    a = clients[0].mask(8, 5, cohort)
+    add_into(a, clients[2].mask(8, 5, cohort))
     assert not a.any()
-    assert mask(0, pairs[0][1], 7, 5).tobytes() == masks[0].tobytes()   # per message: fixed
-    assert mask(0, pairs[0][1], 9, 5).tobytes() != masks[0].tobytes()   # and fresh each seq
+    assert clients[0].mask(7, 5).tobytes() == masks[0].tobytes()
+    assert clients[0].mask(9, 5).tobytes() != masks[0].tobytes()
+
+
+def test_the_mask_stream_is_the_librarys_aes_ctr():
+    """PRGᵢⱼ(seq) is AES-256-CTR under the pair's key with the counter starting at
+    seq·2⁶⁴, as the library's own CTR mode computes it, bit for bit (the per-pair AES
+    contexts are kept only for speed)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    secrets = [SiteSecret() for _ in range(3)]
+    peers = [s.public_bytes() for s in secrets]
+    index, keys = pair_keys(secrets[0].private_bytes(), peers)
+    masks = Masks(index, keys)
+    for seq in (1, 2 ** 40 + 3):
+        nonce = seq.to_bytes(8, "big") + bytes(8)
+        ctr = Cipher(algorithms.AES(keys[1]), modes.CTR(nonce)).encryptor().update(
+            bytes(32 * 9))
+        assert masks.stream(1, seq, 9).tobytes() == ctr
 
 
 def test_a_sum_with_a_client_missing_is_refused():
@@ -203,6 +228,9 @@ def test_secure_needs_three_clients_and_a_federation():
         cf.solve(np_problem(3), secure=True, private=False)
     with pytest.raises(TypeError, match="secure must be True or False"):
         cf.solve(np_problem(3), secure=1)
+    with pytest.raises(ValueError, match="3 clients a round; client_fraction=0.4 samples 2"):
+        cf.solve(np_problem(5), "fedavg", penalty="quadratic", client_fraction=0.4,
+                 secure=True)
 
 
 def test_a_stopped_secure_solve_resumes_bit_for_bit():

@@ -27,9 +27,8 @@ from ..control import SolveControl
 from ..errors import SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
-from ..messages import (FLOAT, LAYOUT, SUMS, MessageType as M, check_payload, floats,
-                        wire_bytes)
-from .secure import MIN_CLIENTS
+from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS, SUMS,
+                        MessageType as M, check_payload, floats, wire_bytes)
 
 __all__ = ["Federation", "Traffic", "Sums", "aggregate"]
 
@@ -161,6 +160,10 @@ class Federation:
         payloads = {n: payload if not per_client or n not in per_client
                     else {**payload, **per_client[n]} for n in names}
         if self.secure:
+            if len(names) < MIN_CLIENTS:
+                raise ValueError(f"secure sum refused: a round to {len(names)} clients (at "
+                                 f"least {MIN_CLIENTS}: with fewer, a sum shows a client's "
+                                 "upload to the others or to the server)")
             if self.peers is None:
                 self._agree_keys()
             cohort = ({"cohort": np.array([float(self.clients.index(n)) for n in names])}

@@ -22,7 +22,7 @@ from ..parties import (HANDLERS, init_state, keep_records,   # the party side's 
 from ..exactsum import add_into, encode
 from ..messages import (LAYOUT, SUM, SUMS, TRANSPORT_FIELDS, MessageType as M, check_reply,
                         fields_of)
-from .secure import SiteSecret, keys_as_floats, keys_from_floats, mask, pair_keys
+from .secure import Masks, SiteSecret, keys_as_floats, keys_from_floats, pair_keys
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
@@ -93,7 +93,7 @@ class PartyRuntime:
 
     def __init__(self, ctx, snapshot=None, disclose=False):
         self.ctx, self.disclose = ctx, disclose
-        self.secure, self._pairs = {}, None     # the secure sum's keys; derived ones
+        self.secure, self._masks = {}, None     # the secure sum's keys; its Masks
         if snapshot is None:
             self.state, self.seq, self.reply = init_state(ctx.party), 0, None
         else:
@@ -111,7 +111,7 @@ class PartyRuntime:
             payload = {k: v for k, v in payload.items() if k not in TRANSPORT_FIELDS}
             if "peers" in transport:
                 self.secure = dict(self.secure, peers=transport["peers"])
-                self._pairs = None
+                self._masks = None
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_reply(message_type, reply, self.disclose)
@@ -131,23 +131,23 @@ class PartyRuntime:
     def _agree(self, seq):
         """The key agreement's reply: a fresh key pair for this solve, its public half."""
         secret = SiteSecret()
-        self.secure, self._pairs = {"private": keys_as_floats([secret.private_bytes()])}, None
+        self.secure, self._masks = {"private": keys_as_floats([secret.private_bytes()])}, None
         self.seq, self.reply = seq, {"public_key": keys_as_floats([secret.public_bytes()])}
         return self.reply
 
     def _masked(self, seq, sums, cohort):
         """The encoded sums plus this client's mask for message ``seq``."""
-        if self._pairs is None:
-            self._pairs = pair_keys(keys_from_floats(self.secure["private"])[0],
-                                    keys_from_floats(self.secure["peers"]))
-        index, keys = self._pairs
+        if self._masks is None:
+            self._masks = Masks(*pair_keys(keys_from_floats(self.secure["private"])[0],
+                                           keys_from_floats(self.secure["peers"])))
         members = None if cohort is None else {int(i) for i in cohort}
-        if members is not None and index not in members:
+        if members is not None and self._masks.index not in members:
             raise ValueError("secure sum: asked to answer a round whose cohort leaves "
                              "this client out")
         out = np.array(sums, dtype=np.uint64)
-        add_into(out, mask(index, keys, seq, out.shape[0], members))
+        add_into(out, self._masks.mask(seq, out.shape[0], members))
         return out
+
     def multipliers(self, record="kkt", seq=None):
         """The multipliers of the party's last KKT share of the kind ``record`` (sent
         with message ``seq`` or before: :func:`~constrfl.parties.reported_multipliers`):

@@ -11,7 +11,7 @@ the server adds the clients' uploads and learns only their sum.
   Z/2²⁵⁶) Σⱼ ±PRGᵢⱼ(seq), + for j above it in the client order, − below, over the clients
   j of the message's cohort (all of them but for a baseline's sampled rounds), the PRG
   AES-256-CTR under kᵢⱼ with the message's sequence number as the high half of its
-  counter (:func:`mask`): uniform, the same bits for a resent message, and cancelling
+  counter (:class:`Masks`): uniform, the same bits for a resent message, and cancelling
   exactly in the sum over the cohort — which the server can therefore read, and nothing
   else.  A sum that misses one client's upload is noise; the server never forms one
   (a round with a client missing ends the solve, ``client_failure``, as without masks).
@@ -20,19 +20,19 @@ the server adds the clients' uploads and learns only their sum.
   module has no secret-shared recovery of a lost client's masks).
 
 Two clients could each subtract its own upload from the sum and read the other's: a
-secure sum needs at least ``MIN_CLIENTS`` = 3.  ``cryptography`` (as Flower's) provides
+secure sum needs at least :data:`~constrfl.messages.SECURE_MIN_CLIENTS` = 3 (a round
+to fewer is refused).  ``cryptography`` (as Flower's) provides
 X25519, HKDF and AES; nothing here is hand-written cryptography.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..exactsum import LIMBS, RING_BYTES, add_into, subtract_into
+from ..exactsum import LIMBS, RING_BYTES, add_signed_into
 
-__all__ = ["SiteSecret", "pair_keys", "mask", "MIN_CLIENTS", "KEY_BYTES", "keys_as_floats",
+__all__ = ["SiteSecret", "pair_keys", "Masks", "KEY_BYTES", "keys_as_floats",
            "keys_from_floats"]
 
-MIN_CLIENTS = 3
 KEY_BYTES = 32
 _INFO = b"constrfl secure sum v1"
 
@@ -100,23 +100,42 @@ def pair_keys(private, peers):
     return index, keys
 
 
-def _stream(key, seq, entries):
-    """PRGᵢⱼ(seq): ``entries`` ring elements of AES-256-CTR under ``key``, the counter
-    starting at seq·2⁶⁴ (different messages never share a block)."""
-    _, _, _, Cipher, algorithms, modes, _ = _crypto()
-    nonce = int(seq).to_bytes(8, "big") + bytes(8)
-    raw = Cipher(algorithms.AES(key), modes.CTR(nonce)).encryptor().update(
-        bytes(RING_BYTES * entries))
-    return np.frombuffer(raw, dtype=np.uint64).reshape(entries, LIMBS)
+def _counter_blocks(seq, entries):
+    """AES-CTR's counter blocks for message ``seq``: the 128-bit big-endian integers
+    seq·2⁶⁴ + b, b = 0, 1, ... (two 16-byte blocks a ring element)."""
+    blocks = np.empty((entries * RING_BYTES // 16, 2), dtype=">u8")
+    blocks[:, 0] = seq
+    blocks[:, 1] = np.arange(blocks.shape[0])
+    return blocks.tobytes()
 
 
-def mask(index, keys, seq, entries, cohort=None):
-    """Client ``index``'s mask for message ``seq``: Σⱼ ±PRGᵢⱼ(seq) over the other clients
-    j of ``cohort`` (indices; None: all), + for j > index, − for j < index, as ``entries``
-    ring elements (uint64 limbs)."""
-    out = np.zeros((entries, LIMBS), dtype=np.uint64)
-    for j, key in enumerate(keys):
-        if key is None or (cohort is not None and j not in cohort):
-            continue
-        (add_into if j > index else subtract_into)(out, _stream(key, seq, entries))
-    return out
+class Masks:
+    """Client ``index``'s masks from its pair keys (:func:`pair_keys`), one AES-256 context
+    per pair kept for the solve.  PRGᵢⱼ(seq) is AES-256-CTR under kᵢⱼ with the counter
+    starting at seq·2⁶⁴ (different messages never share a block): the key stream
+    E_kᵢⱼ(counter block) of :func:`_counter_blocks`, the library's AES applied to them
+    (``tests/test_secure.py`` checks it is the library's CTR stream, bit for bit)."""
+
+    def __init__(self, index, keys):
+        _, _, _, Cipher, algorithms, modes, _ = _crypto()
+        self.index = index
+        self.blocks = [None if k is None else Cipher(algorithms.AES(k), modes.ECB()).encryptor()
+                       for k in keys]
+
+    def stream(self, j, seq, entries):
+        """PRGᵢⱼ(seq) as ``entries`` ring elements (uint64 limbs)."""
+        raw = self.blocks[j].update(_counter_blocks(seq, entries))
+        return np.frombuffer(raw, dtype=np.uint64).reshape(entries, LIMBS)
+
+    def mask(self, seq, entries, cohort=None):
+        """Σⱼ ±PRGᵢⱼ(seq) over the other clients j of ``cohort`` (indices; None: all), +
+        for j > i, − for j < i, as ``entries`` ring elements: the masks of a message
+        cancel exactly in the sum over its cohort."""
+        counters = _counter_blocks(seq, entries)
+        pairs = [j for j, block in enumerate(self.blocks)
+                 if block is not None and (cohort is None or j in cohort)]
+        streams = np.frombuffer(b"".join(self.blocks[j].update(counters) for j in pairs),
+                                dtype=np.uint64).reshape(len(pairs), entries, LIMBS)
+        out = np.zeros((entries, LIMBS), dtype=np.uint64)
+        add_signed_into(out, streams, np.array(pairs) > self.index)
+        return out

@@ -44,6 +44,7 @@ from ..api import solve
 from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
+from ..messages import SECURE_MIN_CLIENTS
 from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
@@ -269,11 +270,20 @@ def run_server(grid, view, *args, output_dir=None, **kwargs):
     retrying, before the solve ends ``client_failure``), ``resend_after`` (seconds
     without a reply after which a message is sent again), ``poll_interval`` (seconds
     between pulls).
+
+    Secure aggregation (``secure``, :mod:`constrfl.federation.secure`) is on by default
+    with at least 3 sites (the server reads only the sums of their uploads;
+    docs/flower.md, "Threat model"), unless ``private=False`` (whose disclosed forms are
+    not sums) or the solve is resumed (it keeps its own setting); with 2 sites it is off,
+    and said so in the log: each site could subtract its own upload from a sum and read
+    the other's.
     """
     if not isinstance(view, ServerView):
         raise TypeError(f"view must be a constrfl.problem.ServerView (e.g. ServerSide), "
                         f"got {type(view).__name__}")
     transport = {k: kwargs.pop(k) for k in TRANSPORT if k in kwargs}
+    if "secure" not in kwargs and kwargs.get("resume") is None:
+        kwargs["secure"] = _secure_by_default(view, args, kwargs)
 
     def over_flower(method, snapshots, control, disclose, secure):
         if method == "cproxal":
@@ -289,6 +299,20 @@ def run_server(grid, view, *args, output_dir=None, **kwargs):
     if output_dir is not None:
         res.save(Path(output_dir))
     return res
+
+
+def _secure_by_default(view, args, kwargs):
+    """A deployment's ``secure``: on with at least 3 sites, for the federated methods
+    with only sums in their uploads."""
+    method = args[0] if args else kwargs.get("method", "fedproxal")
+    if method == "cproxal" or kwargs.get("private", True) is False:
+        return False
+    if len(view.client_names) < SECURE_MIN_CLIENTS:
+        log.warning("constrfl: secure aggregation is off: %d sites (it needs %d: with "
+                    "fewer, a site could read another's uploads from a sum)",
+                    len(view.client_names), SECURE_MIN_CLIENTS)
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -103,7 +103,7 @@ from .. import status as st
 from ..errors import PartyError, SolveStop
 from ..execution import bookkeeping, run
 from ..corrections import CORRECTION_NAMES, CORRECTIONS, penalized_grad
-from ..messages import MessageType as M
+from ..messages import SECURE_MIN_CLIENTS, MessageType as M
 from ..residuals import measured_at
 from ..progress import IterationTable, status_text
 from ..records import KKT, saved_as
@@ -141,6 +141,10 @@ def execute_baseline(problem, method, tol, settings, fed, *, w0, seed, resume, v
     the solve began (``fed.control`` holds its deadline).  ``outer_iterations`` counts the
     rounds run, ``inner_iterations`` the local steps of all sampled clients together."""
     cfg = _configure(problem, method, settings)
+    if settings.secure and _sampled(cfg, problem.n_clients) < SECURE_MIN_CLIENTS:
+        raise ValueError(f"secure=True needs at least {SECURE_MIN_CLIENTS} clients a round; "
+                         f"client_fraction={cfg['client_fraction']} samples "
+                         f"{_sampled(cfg, problem.n_clients)} of {problem.n_clients}")
     family = _family(method, problem.regularizer, problem.n_clients, cfg)
     report = _Report(verbose, method, problem, cfg["rounds"])
 
@@ -365,12 +369,17 @@ def _run(problem, family, s, cfg, seed, fed, report, callback):
     return st.MAX_ITERATIONS, ""
 
 
+def _sampled(cfg, n):
+    """How many of the ``n`` clients a round samples (at least one)."""
+    return max(1, int(round(cfg["client_fraction"] * n)))
+
+
 def _exchange(problem, family, s, cfg, seed, fed):
     """Round r = ``s.round`` + 1's exchange and server update (steps 1–4 of §7): the
     new server state and the round's record (``{"server", "record"}``).  The server's own
     share is computed first: when it fails, no message is out."""
     n, K, r = len(fed.clients), cfg["K"], s.round + 1
-    m = max(1, int(round(cfg["client_fraction"] * n)))
+    m = _sampled(cfg, n)
     lr = cfg["client_lr"] * cfg["client_lr_decay"] ** (r - 1)
     picked = np.sort(np.random.default_rng([seed, r - 1]).choice(n, size=m, replace=False))
     w = family.model(s.server)
