@@ -2,12 +2,15 @@
 in-memory Grid, in Flower's Ray simulation and as a localhost deployment (one SuperLink,
 one SuperNode per site) on Flower's stock path and on constrfl's warm one; the cost of
 each (seconds per round, start-up, CPU seconds), the final KKT residuals, and the
-equality of every answer with the in-process one.
+equality of every answer with the in-process one.  Every Flower run masks the sites'
+uploads (secure aggregation, the default with 3 sites or more) but ``warm-plain``
+(``secure=false``: what the masks cost on the warm path); the in-process references
+are ``cf.solve`` with the same ``secure``.
 
     python validation/flower_deploy.py [--sites 5] [--tol 1e-4] [--skip-ray]
-        [--modes warm,warm-in-process,warm-flwr-waits,process,subprocess,warm-restart,
-                 warm-lost]
-        [--full-modes warm] [--out validation/results/flower.md]
+        [--modes warm,warm-plain,warm-in-process,warm-flwr-waits,process,subprocess,
+                 warm-restart,warm-lost]
+        [--full-modes warm,warm-plain] [--out validation/results/flower.md]
 
 The deployments of ``--full-modes`` run the example to ``tol`` (end to end); the other
 modes run its first two outer iterations (``max-outer=2``, ``tol=1e-3``), enough to
@@ -55,6 +58,8 @@ MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
              "`python -m constrfl.flower.supernode --isolation process` (flwr's waits "
              "shortened, task asks held) and `python -m constrfl.flower.superexec` (a "
              "forked child per message, its first heartbeat an interval in)"),
+    "warm-plain": (dict(mode="warm"), "secure=false", "as warm, without secure "
+                   "aggregation (`secure=false`: each site's upload readable)"),
     "warm-in-process": (dict(mode="warm-in-process"), "", "as warm, each message run "
                         "inside the warm process (`--task-mode in-process`)"),
     "warm-flwr-waits": (dict(mode="warm", waits="flwr"), STOCK, "the warm SuperExec "
@@ -116,7 +121,7 @@ def main(argv=None):
     ap.add_argument("--sites", type=int, default=5)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--full-modes", default="warm")
+    ap.add_argument("--full-modes", default="warm,warm-plain")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=str(ROOT / "validation" / "results" / "flower.md"))
@@ -127,16 +132,21 @@ def main(argv=None):
     sites = work / "sites"
     source, _, _ = split_data.split(sites, a.sites)
     prob = task.problem(sites, a.sites, R)
-    full_opts = dict(inner="newton", tol=a.tol)
-    capped_opts = dict(inner="newton", **CAPPED)
+    full_opts = dict(inner="newton", tol=a.tol, secure=True)
+    capped_opts = dict(inner="newton", secure=True, **CAPPED)
     rows, notes = [], []
     load0 = os.getloadavg()
 
     # -- in-process and in-memory Grid ------------------------------------------------
     cf.solve(prob, **capped_opts)                          # compile the kernels first
+    plain, m, total = timed(cf.solve, problem=prob, **dict(full_opts, secure=False))
+    rows.append(("in-process (`cf.solve`, `secure=False`)", plain, m.per_round(), total,
+                 None, "reference without masks"))
     ref, m, total = timed(cf.solve, problem=prob, **full_opts)
-    ref_capped = cf.solve(prob, **capped_opts)
-    rows.append(("in-process (`cf.solve`)", ref, m.per_round(), total, None, "reference"))
+    rows.append(("in-process (`cf.solve`, `secure=True`)", ref, m.per_round(), total, None,
+                 "reference" if ref.w.tobytes() == plain.w.tobytes() else "NOT w of secure=False"))
+    refs = {True: (ref, cf.solve(prob, **capped_opts)),
+            False: (plain, cf.solve(prob, **dict(capped_opts, secure=False)))}
     print(f"in-process: {ref.status}, {ref.rounds} rounds, {m.per_round():.2e} s/round")
     from constrfl.flower import simulate
     res, m, total = timed(simulate, problem=prob, **full_opts)
@@ -159,7 +169,7 @@ def main(argv=None):
             print(f"Ray: {res.status}, {m.per_round():.3f} s/round, same: {same(ref, res)}")
 
     # -- localhost deployments ------------------------------------------------------------
-    processes, costs, full_modes = [], [], a.full_modes.split(",")
+    processes, costs, full_modes, per_round = [], [], a.full_modes.split(","), {}
     for name in [n for n in a.modes.split(",") if n]:
         kwargs, extra, desc = MODES[name]
         full = name in full_modes
@@ -170,13 +180,13 @@ def main(argv=None):
                             verbose=False, **kwargs)
         res = load_result(out["result"])
         marks = json.loads((Path(out["result"]) / "timing.json").read_text())["marks"]
-        per = slope(marks)
+        per = per_round[name] = slope(marks)
         start = marks[0][0] - marks[0][1] * per if per else None
         msgs, cpu = out["trace"], sum(out["cpu"].values())
         processes.append((name, len(msgs), len({t[0] for t in msgs})))
         costs.append((name, out["startup"], out["seconds"], out["total_seconds"], cpu,
                       res.rounds, out["cpu"]))
-        expected = ref if full else ref_capped
+        expected = refs["secure=false" not in extra][0 if full else 1]
         if "restart" in kwargs:
             site, n = kwargs["restart"]
             notes.append(f"{name}: the SuperNode of {site} was killed after its {n}th "
@@ -205,6 +215,12 @@ def main(argv=None):
         print(f"  {res.status}, {res.rounds} rounds, {per:.2f} s/round, {cpu:.0f} CPU-s, "
               f"{out['total_seconds']:.0f} s, same: {rows[-1][-1]}, {len(msgs)} messages in "
               f"{len({t[0] for t in msgs})} ClientApp processes", flush=True)
+
+    if per_round.get("warm") and per_round.get("warm-plain"):
+        notes.append(f"secure aggregation on the warm path: {per_round['warm']:.3g} s a round "
+                     f"against {per_round['warm-plain']:.3g} s without "
+                     f"({per_round['warm'] / per_round['warm-plain']:.2f}x), one round more "
+                     f"(the key agreement: {ref.rounds} rounds against {plain.rounds}).")
 
     # -- the report -------------------------------------------------------------------------
     load1 = os.getloadavg()
