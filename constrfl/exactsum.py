@@ -123,12 +123,38 @@ def subtract_into(acc, other):
 @numba.njit(cache=True)
 def add_signed_into(acc, terms, plus):
     """acc ← acc + Σₖ ±terms[k] modulo 2²⁵⁶, + where ``plus[k]``, − elsewhere
-    (``terms``: ``(K, n, 4)`` uint64)."""
+    (``terms``: ``(K, n, 4)`` uint64).  Each limb adds its K terms modulo 2⁶⁴ counting
+    its carries (signed), which then ripple up once, low limb to high."""
+    n = acc.shape[0]
+    carries = np.zeros((n, 4), dtype=np.int64)
     for k in range(terms.shape[0]):
+        term = terms[k]
         if plus[k]:
-            add_into(acc, terms[k])
+            for i in range(n):
+                for j in range(4):
+                    a = acc[i, j]
+                    s = a + term[i, j]
+                    carries[i, j] += s < a
+                    acc[i, j] = s
         else:
-            subtract_into(acc, terms[k])
+            for i in range(n):
+                for j in range(4):
+                    a = acc[i, j]
+                    v = term[i, j]
+                    carries[i, j] -= v > a
+                    acc[i, j] = a - v
+    for i in range(n):
+        c = 0                                    # the carry into limb j, signed
+        for j in range(4):
+            a = acc[i, j]
+            if c >= 0:
+                s = a + np.uint64(c)
+                up = 1 if s < a else 0
+            else:
+                s = a - np.uint64(-c)
+                up = -1 if s > a else 0
+            acc[i, j] = s
+            c = carries[i, j] + up
 
 
 @numba.njit(cache=True)

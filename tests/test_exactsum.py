@@ -95,3 +95,27 @@ def test_subtracting_undoes_adding_in_the_ring():
     subtract_into(zero, m)                                       # −m, then + m = 0
     add_into(zero, m)
     assert not zero.any()
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 19])
+def test_a_signed_sum_of_many_terms_is_the_ring_sum(k):
+    """add_signed_into(acc, terms, plus) = acc + Σₖ ±termsₖ modulo 2²⁵⁶ (Python
+    integers), with limbs at 0 and at 2⁶⁴ − 1 (the carries' and borrows' extremes)."""
+    from constrfl.exactsum import add_signed_into
+    rng = np.random.default_rng(k)
+    shape = (k, 60, 4)
+    terms = rng.integers(0, 2 ** 63, size=shape, dtype=np.uint64) * np.uint64(2) + \
+        rng.integers(0, 2, size=shape, dtype=np.uint64)
+    terms[:, :20] = np.uint64(2 ** 64 - 1)
+    terms[:, 20:30] = 0
+    plus = rng.random(k) < 0.5
+    acc = rng.integers(0, 2 ** 63, size=(60, 4), dtype=np.uint64) * np.uint64(2)
+    acc[:10] = np.uint64(2 ** 64 - 1)
+    want = [sum(int(x) << (64 * j) for j, x in enumerate(acc[i])) for i in range(60)]
+    for t, sign in zip(terms, plus):
+        for i in range(60):
+            v = sum(int(x) << (64 * j) for j, x in enumerate(t[i]))
+            want[i] = (want[i] + (v if sign else -v)) % (1 << 256)
+    add_signed_into(acc, terms, plus)
+    got = [sum(int(x) << (64 * j) for j, x in enumerate(acc[i])) for i in range(60)]
+    assert got == want

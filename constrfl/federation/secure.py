@@ -134,8 +134,11 @@ class Masks:
         counters = _counter_blocks(seq, entries)
         pairs = [j for j, block in enumerate(self.blocks)
                  if block is not None and (cohort is None or j in cohort)]
-        streams = np.frombuffer(b"".join(self.blocks[j].update(counters) for j in pairs),
-                                dtype=np.uint64).reshape(len(pairs), entries, LIMBS)
+        size = len(counters)
+        raw = np.empty((len(pairs), size + 16), dtype=np.uint8)   # (update_into's slack)
+        for row, j in zip(raw, pairs):
+            self.blocks[j].update_into(counters, row)
+        streams = raw[:, :size].view(np.uint64).reshape(len(pairs), entries, LIMBS)
         out = np.zeros((entries, LIMBS), dtype=np.uint64)
         add_signed_into(out, streams, np.array(pairs) > self.index)
         return out
