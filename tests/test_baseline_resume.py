@@ -148,9 +148,10 @@ def test_time_limit_in_a_round_resumes_bit_for_bit():
 
 
 def test_client_failure_in_an_observation_on_flower_resumes_bit_for_bit(tmp_path):
-    """On Flower: client 1's node leaves for good at round 2's kkt.report (message 4:
-    each round is its exchange, then its report), after the others answered it;
-    client_failure, then resumed once the node is back, the uninterrupted run."""
+    """On Flower: client 1's node leaves for good at round 2's kkt.report (message 5:
+    the key agreement of secure aggregation, a deployment's default, then each round
+    its exchange and its report), after the others answered it; client_failure, then
+    resumed once the node is back, the uninterrupted run."""
     pytest.importorskip("flwr")
     from constrfl.flower import local_grid, simulate
     from test_flower_faults import at_message
@@ -160,10 +161,10 @@ def test_client_failure_in_an_observation_on_flower_resumes_bit_for_bit(tmp_path
 
     def leave(node):
         gone["node"] = grid.remove(node)
-    hook = at_message(4, p.clients[1].name, "drop", then=leave)
+    hook = at_message(5, p.clients[1].name, "drop", then=leave)
     res = simulate(p, grid=grid, faults=hook, client_timeout=0.5, resend_after=0.05,
                    **opts)
     assert hook.hits and res.status == "client_failure" and res.outer_iterations == 1
     grid.add(*gone["node"])
     same(simulate(p, grid=grid, resume=res, client_timeout=5.0, resend_after=0.05),
-         cf.solve(p, **opts))
+         cf.solve(p, secure=True, **opts))
