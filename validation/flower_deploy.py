@@ -102,11 +102,12 @@ def slope(marks):
 
 
 def same(a, b):
-    """Bit for bit: w, multipliers, rounds and bytes."""
-    return (a.w.tobytes() == b.w.tobytes()
+    """Bit for bit: w, the multipliers ``b`` holds (a deployment's result holds only the
+    server's: each site keeps its own), rounds and bytes."""
+    return (a.w.tobytes() == b.w.tobytes() and set(b.multipliers) <= set(a.multipliers)
             and all(a.multipliers[o].ineq.tobytes() == b.multipliers[o].ineq.tobytes()
                     and a.multipliers[o].eq.tobytes() == b.multipliers[o].eq.tobytes()
-                    for o in a.multipliers)
+                    for o in b.multipliers)
             and (a.rounds, a.bytes_up, a.bytes_down) == (b.rounds, b.bytes_up, b.bytes_down))
 
 
