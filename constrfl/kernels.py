@@ -623,41 +623,33 @@ def max_abs_diff(a, b):
 
 
 @numba.njit(cache=True)
-def definition1(c, h, mu, atol):
-    """max over the rows of |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and |hⱼ|;
-    inf if some μⱼ < −atol, NaN if a value is NaN."""
+def _definition1_rows(c, h, mu, atol, squared):
+    """The rows' residuals rⱼ = |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and |hⱼ|:
+    their max, or with ``squared`` Σ rⱼ²; inf if some μⱼ < −atol, NaN if a value is
+    NaN."""
     out = 0.0
     for j in range(c.shape[0]):
         if mu[j] < -atol:
             return np.inf
-    for j in range(c.shape[0]):
-        r = abs(c[j]) if mu[j] > atol else max(c[j], 0.0)
+    for j in range(c.shape[0] + h.shape[0]):
+        r = (abs(c[j]) if mu[j] > atol else max(c[j], 0.0)) if j < c.shape[0] \
+            else abs(h[j - c.shape[0]])
         if math.isnan(r):
             return np.nan
-        out = max(out, r)
-    for j in range(h.shape[0]):
-        r = abs(h[j])
-        if math.isnan(r):
-            return np.nan
-        out = max(out, r)
+        out = out + r * r if squared else max(out, r)
     return out
 
 
 @numba.njit(cache=True)
+def definition1(c, h, mu, atol):
+    """max over the rows of Definition 1's residuals (:func:`_definition1_rows`)."""
+    return _definition1_rows(c, h, mu, atol, False)
+
+
+@numba.njit(cache=True)
 def definition1_sq(c, h, mu, atol):
-    """Σ over the rows of rⱼ², rⱼ = |cⱼ| where μⱼ > atol, [cⱼ]₊ where |μⱼ| ≤ atol, and
-    |hⱼ| (Definition 1's residual in the 2-norm, squared); inf if some μⱼ < −atol, NaN if
-    a value is NaN."""
-    out = 0.0
-    for j in range(c.shape[0]):
-        if mu[j] < -atol:
-            return np.inf
-    for j in range(c.shape[0]):
-        r = abs(c[j]) if mu[j] > atol else max(c[j], 0.0)
-        out += r * r
-    for j in range(h.shape[0]):
-        out += h[j] * h[j]
-    return out
+    """Σ over the rows of Definition 1's residuals squared (its 2-norm, squared)."""
+    return _definition1_rows(c, h, mu, atol, True)
 
 
 # ---- symmetric matrices on the wire (constrfl.messages) --------------

@@ -36,15 +36,29 @@ SLOW_ROUND = 60.0
 
 
 @contextlib.contextmanager
+def _in_background(body, name):
+    """While the block runs, ``body(done)`` in a daemon thread; ``done`` (an Event) is
+    set when the block ends, and the thread joined."""
+    done = threading.Event()
+    thread = threading.Thread(target=body, args=(done,), name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+@contextlib.contextmanager
 def watch_rounds(fed, limit=None, every=1.0):
     """While the block runs, a background thread checks every ``every`` seconds
     whether the federation's round in progress (``fed.round_started``, a
     ``time.perf_counter()`` value, and ``fed.round_what``) has run past ``limit``
     [``SLOW_ROUND``] seconds, and says so once a round at WARNING."""
     limit = SLOW_ROUND if limit is None else limit
-    done, warned = threading.Event(), [None]
+    warned = [None]
 
-    def check():
+    def check(done):
         while not done.wait(every):
             started = getattr(fed, "round_started", None)
             if started is None or warned[0] == started:
@@ -56,13 +70,8 @@ def watch_rounds(fed, limit=None, every=1.0):
                             "party or a large message; max_time bounds a solve)",
                             fed.traffic.rounds + 1, fed.round_what, elapsed)
 
-    thread = threading.Thread(target=check, name="constrfl-watch", daemon=True)
-    thread.start()
-    try:
+    with _in_background(check, "constrfl-watch"):
         yield
-    finally:
-        done.set()
-        thread.join()
 
 
 @contextlib.contextmanager
@@ -76,9 +85,9 @@ def progress_line(describe, enabled=None, *, stream=None, after=1.0, every=0.25)
     if not enabled:
         yield
         return
-    done, width = threading.Event(), [0]         # width: the widest line drawn
+    width = [0]                                  # the widest line drawn
 
-    def draw():
+    def draw(done):
         if done.wait(after):
             return
         while True:
@@ -89,13 +98,10 @@ def progress_line(describe, enabled=None, *, stream=None, after=1.0, every=0.25)
             if done.wait(every):
                 return
 
-    thread = threading.Thread(target=draw, name="constrfl-progress", daemon=True)
-    thread.start()
     try:
-        yield
+        with _in_background(draw, "constrfl-progress"):
+            yield
     finally:
-        done.set()
-        thread.join()
         if width[0]:
             stream.write("\r" + " " * width[0] + "\r")
             stream.flush()
