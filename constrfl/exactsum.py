@@ -31,7 +31,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["encode", "decode", "add_into", "subtract_into", "add_signed_into", "exact_sum",
+__all__ = ["encode", "decode", "add_into", "add_signed_into", "exact_sum",
            "FRACTION", "LIMIT", "MAX_ADDENDS", "LIMBS", "RING_BYTES"]
 
 LIMBS = 4                      # 64-bit limbs: the ring Z/2²⁵⁶
@@ -103,21 +103,6 @@ def add_into(acc, other):
             c2 = t < s
             acc[i, j] = t
             carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
-
-
-@numba.njit(cache=True)
-def subtract_into(acc, other):
-    """acc ← acc − other modulo 2²⁵⁶, entry by entry (both ``(n, 4)`` uint64)."""
-    for i in range(acc.shape[0]):
-        borrow = np.uint64(0)
-        for j in range(4):
-            a = acc[i, j]
-            d = a - other[i, j]
-            b1 = other[i, j] > a
-            t = d - borrow
-            b2 = borrow > d
-            acc[i, j] = t
-            borrow = np.uint64(1) if (b1 or b2) else np.uint64(0)
 
 
 @numba.njit(cache=True)
