@@ -258,17 +258,18 @@ class WarmExecutor:
 
 
 def warm_up():
-    """Solve two tiny problems (Neyman-Pearson with both inner solvers, an LCQP): loads
-    the compiled numba kernels of constrfl's common functions into this process (from
-    numba's cache, or compiling them), so that forked children start with them."""
+    """Solve two tiny problems (Neyman-Pearson with both inner solvers and secure
+    aggregation, a deployment's default; an LCQP): loads the compiled numba kernels of
+    constrfl's common functions, the masks' among them, into this process (from numba's
+    cache, or compiling them), so that forked children start with them."""
     import constrfl as cf
     from constrfl.problems import lcqp, neyman_pearson
     from constrfl.problems.datasets import make_classification
     from constrfl.problems.partition import stratified_split
     data = make_classification(n_samples=200, n_features=4, seed=0)
-    problem = neyman_pearson(data.X, data.y, stratified_split(data.y, 2, seed=0), 0.4)
+    problem = neyman_pearson(data.X, data.y, stratified_split(data.y, 3, seed=0), 0.4)
     for inner in ("newton", "admm"):
-        cf.solve(problem, inner=inner, max_outer=1)
+        cf.solve(problem, inner=inner, max_outer=1, secure=True)
     cf.solve(lcqp(n_clients=2, dim=4, rows_per_client=1), inner="newton", max_outer=1)
 
 
