@@ -278,3 +278,31 @@ def test_two_sites_deploy_without_masks_and_say_so(caplog):
     assert_same(cf.solve(prob, inner="newton"), got)
     with pytest.raises(ValueError, match="at least 3 clients"):
         simulate(prob, inner="newton", secure=True)
+
+
+def test_a_site_takes_the_newer_of_its_context_and_its_file(tmp_path):
+    """The file is written before each reply leaves; a SuperNode may store the
+    ClientApp's context after the reply went out, and the next message may come first:
+    the site resumes from whichever of the two is newer (it answered message 2, not 1)."""
+    from flwr.app import Context, RecordDict
+    from constrfl.federation.runtime import PartyRuntime
+    from constrfl.flower.client import _runtime
+    from constrfl.parties import PartyContext
+    p = np_problem(2, 0.4)
+    party = PartyContext(p.clients[0], p.regularizer)
+    rt = PartyRuntime(party)
+    snaps = []
+    for seq in (1, 2):
+        rt.call(seq, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0})
+        snaps.append(codec.pack_state(rt.snapshot(), {"solve": "s"}))
+
+    def context(blob):
+        return Context(run_id=1, node_id=1, node_config={}, run_config={},
+                       state=RecordDict({codec.META: codec.state_to_records(blob)}))
+    for in_context, in_file in ((snaps[0], snaps[1]), (snaps[1], snaps[0])):
+        store = codec.SiteStore(tmp_path / f"{len(list(tmp_path.iterdir()))}.state")
+        store.save(in_file)
+        assert _runtime(party, context(in_context), store, "s", False).seq == 2
+    other = codec.SiteStore(tmp_path / "other.state")
+    other.save(snaps[1])
+    assert _runtime(party, context(snaps[0]), other, "another solve", False).seq == 0

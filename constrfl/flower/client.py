@@ -155,16 +155,25 @@ def _state_path(node_config, state_dir, name):
 
 
 def _runtime(party_ctx, context, store, solve, disclose):
-    """The site's runtime for ``solve``: from ``context.state``, else from the site's
-    file (a restarted SuperNode), else fresh."""
+    """The site's runtime for ``solve``: the newer of ``context.state`` and the site's
+    file (written before each reply leaves: newer than ``context.state`` after a
+    restarted SuperNode, or when the SuperNode stored a ClientApp's context after its
+    reply went out and the next message came first), else fresh."""
     snapshot, fields = codec.state_from_records(context.state)
-    if snapshot is None or fields.get("solve") != solve:
-        snapshot, fields = store.load()
-        if fields.get("solve") != solve:
-            snapshot = None
-        elif snapshot is not None:
-            log.info("constrfl site %s: state of solve %s restored from %s (message %d)",
-                     party_ctx.party.name, solve, store.path, snapshot["seq"])
+    if fields.get("solve") != solve:
+        snapshot = None
+    try:
+        saved, saved_fields = store.load()
+    except OSError as err:
+        log.warning("constrfl site %s: cannot read %s (%s)", party_ctx.party.name,
+                    store.path, err)
+        saved, saved_fields = None, {}
+    if (saved is not None and saved_fields.get("solve") == solve
+            and (snapshot is None or saved["seq"] > snapshot["seq"])):
+        log.info("constrfl site %s: state of solve %s restored from %s (message %d%s)",
+                 party_ctx.party.name, solve, store.path, saved["seq"],
+                 "" if snapshot is None else f"; context.state had {snapshot['seq']}")
+        snapshot = saved
     return PartyRuntime(party_ctx, snapshot, disclose)
 
 
