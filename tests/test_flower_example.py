@@ -35,7 +35,7 @@ pytest.importorskip("flwr")
 
 from flwr.app import Context, RecordDict  # noqa: E402
 
-from constrfl.flower.grid import LocalGrid, task_identity  # noqa: E402
+from constrfl.flower.grid import LocalGrid  # noqa: E402
 from constrfl.result import load_result  # noqa: E402
 from test_flower import assert_same  # noqa: E402
 
@@ -78,9 +78,8 @@ def solve_in_memory(example, tmp_path, n_sites, faults=None, **config):
                "state-dir": str(tmp_path / "state")}, lambda: client_app.app)
              for s in task.site_names(n_sites)]
     grid = LocalGrid(nodes, run_config=run_config, faults=faults)
-    with task_identity():
-        server_app.app(grid, Context(run_id=1, node_id=0, node_config={},
-                                     state=RecordDict(), run_config=run_config))
+    server_app.app(grid, Context(run_id=1, node_id=0, node_config={},
+                                 state=RecordDict(), run_config=run_config))
 
 
 def test_example_apps_solve_the_split_data_like_cf_solve(example, tmp_path):
@@ -126,8 +125,8 @@ def test_a_simulation_with_another_number_of_supernodes_fails_at_once(example, t
             return [11, 12]
 
     t0 = time.perf_counter()
-    with task_identity(), pytest.raises(ValueError, match="the simulation has 2 SuperNodes"
-                                        " but num-sites = 5") as err:
+    with pytest.raises(ValueError, match="the simulation has 2 SuperNodes but num-sites = 5"
+                       ) as err:
         server_app.app(TwoNodes(), Context(run_id=1, node_id=0, node_config={},
                                            state=RecordDict(), run_config=run_config))
     assert time.perf_counter() - t0 < 10

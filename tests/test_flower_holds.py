@@ -1,4 +1,4 @@
-"""Held asks (constrfl.flower.holds): an ask is answered when what it asks for is there
+"""Held asks (constrfl.flower.warm.holds): an ask is answered when what it asks for is there
 in full, or after ``hold`` seconds, never later; other keys' arrivals do not answer it;
 with every slot taken it is answered at once.  The wrappers sit where flwr 1.42's
 routers look the handlers up, with flwr's own request and response messages (the
@@ -16,7 +16,7 @@ from flwr.superlink.servicer.runtime import runtime_handlers as link_runtime  # 
 from flwr.supernode import start_client_internal as node_loop  # noqa: E402
 from flwr.supernode.servicer.runtime import runtime_handlers as node_runtime  # noqa: E402
 
-from constrfl.flower import holds  # noqa: E402
+from constrfl.flower.warm import holds  # noqa: E402
 
 
 def later(seconds, fn, *args):

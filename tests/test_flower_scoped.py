@@ -1,4 +1,4 @@
-"""The SuperLink's API-specific middlewares on their API only (constrfl.flower.scoped):
+"""The SuperLink's API-specific middlewares on their API only (constrfl.flower.warm.scoped):
 each of flwr 1.42's middlewares named in SCOPES hands any request outside its API on
 unchanged (the premise), and the SuperLink app built with them scoped answers requests
 of every API exactly as the stock one (status, headers, body)."""
@@ -12,7 +12,7 @@ pytest.importorskip("flwr")
 from flwr.proto import fleet_pb2, node_pb2  # noqa: E402
 from flwr.superlink import main as link_main  # noqa: E402
 
-from constrfl.flower import scoped, superlink, waits  # noqa: E402
+from constrfl.flower.warm import scoped, superlink, waits  # noqa: E402
 
 
 def http(path, method="POST"):

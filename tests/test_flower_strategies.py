@@ -11,6 +11,8 @@ Flower averages models and constrfl averages deltas).  Each case also checks tha
 conventions matter: without lining them up the two differ by far more than the
 tolerance.
 """
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -20,9 +22,23 @@ from flwr.app import (Array, ArrayRecord, ConfigRecord, Message, MetricRecord,  
                       RecordDict)
 from flwr.serverapp import strategy as fs  # noqa: E402
 
-from constrfl.flower.grid import LocalGrid, task_identity  # noqa: E402
+from constrfl.flower.grid import LocalGrid  # noqa: E402
 from constrfl.prox import Zero  # noqa: E402
 from constrfl.solvers.baselines import _Primal  # noqa: E402
+
+@contextlib.contextmanager
+def task_identity():
+    """Flower's strategies make their messages with ``Message(...)``, which reads the task
+    that Flower's runtime sets (``TaskIdentity``, a module of its runtime); run outside
+    one, the test sets it (and restores it after)."""
+    from flwr.supercore.task_identity import TaskIdentity
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    try:
+        yield
+    finally:
+        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
 
 N_CLIENTS, DIM, ROUNDS, RTOL = 4, 5, 25, 1e-14
 ETA, BETA, BETA1, BETA2, TAU = 0.05, 0.9, 0.9, 0.99, 1e-3

@@ -1,4 +1,4 @@
-"""constrfl's warm SuperExec and shortened waits (constrfl.flower.superexec, .supernode,
+"""constrfl's warm SuperExec and shortened waits (constrfl.flower.warm.superexec, .supernode,
 .waits, .pinned), without sockets or a SuperNode.
 
 A task of the example's ClientApp (its first message of a solve, captured on the
@@ -41,8 +41,9 @@ from flwr.supercore.run import Run  # noqa: E402
 from flwr.supercore.superexec.executor import ExecutionSpec, SubprocessExecutor  # noqa: E402
 from flwr.supernode.runtime import run_clientapp as runtime  # noqa: E402
 
-from constrfl.flower import (codec, holds, pinned, scoped, superexec, superlink,  # noqa: E402
-                             supernode, waits)
+from constrfl.flower import codec  # noqa: E402
+from constrfl.flower.warm import (holds, pinned, scoped, superexec, superlink,  # noqa: E402
+                                  supernode, waits)
 from test_flower_example import EXAMPLE, from_example, solve_in_memory  # noqa: E402
 
 
@@ -251,7 +252,7 @@ def test_an_untested_flwr_runs_the_stock_commands_with_a_clear_message(monkeypat
                       ["flower-supernode", "--insecure", "--superlink", "127.0.0.1:9092"],
                       ["flower-superlink", "--insecure"]]
     err = capsys.readouterr().err
-    assert ("constrfl.flower.superexec was tested with flwr 1.42.x only and flwr 1.99.0 is "
+    assert ("constrfl.flower.warm.superexec was tested with flwr 1.42.x only and flwr 1.99.0 is "
             "installed: running Flower's own `flower-superexec` instead") in err
     assert "running Flower's own `flower-supernode` instead" in err
     assert "running Flower's own `flower-superlink` instead" in err
@@ -264,7 +265,7 @@ def test_an_untested_flwr_runs_the_stock_commands_with_a_clear_message(monkeypat
 def test_tested_versions():
     assert pinned.tested("1.42.0") and pinned.tested("1.42.7")
     assert not pinned.tested("1.41.0") and not pinned.tested("1.43.0")
-    assert pinned.untested("constrfl.flower.superexec", "1.42.3") is None
+    assert pinned.untested("constrfl.flower.warm.superexec", "1.42.3") is None
 
 
 def test_the_supernodes_waits_are_quick_while_messages_come_then_flwrs():

@@ -53,10 +53,10 @@ LOST_TIMEOUT = 30.0           # client-timeout of the warm-lost deployment
 STOCK = 'pull-backoff=0'      # the ServerApp keeps flwr's object-pull waits
 MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
     "warm": (dict(mode="warm"), "", "constrfl's warm path (`deploy.py` default): "
-             "`python -m constrfl.flower.superlink` (asks held until there is an answer, "
+             "`python -m constrfl.flower.warm.superlink` (asks held until there is an answer, "
              "API-specific middlewares on their API only), "
-             "`python -m constrfl.flower.supernode --isolation process` (flwr's waits "
-             "shortened, task asks held) and `python -m constrfl.flower.superexec` (a "
+             "`python -m constrfl.flower.warm.supernode --isolation process` (flwr's waits "
+             "shortened, task asks held) and `python -m constrfl.flower.warm.superexec` (a "
              "forked child per message, its first heartbeat an interval in)"),
     "warm-plain": (dict(mode="warm"), "secure=false", "as warm, without secure "
                    "aggregation (`secure=false`: each site's upload readable)"),
@@ -139,7 +139,7 @@ def main(argv=None):
     load0 = os.getloadavg()
 
     # -- in-process and in-memory Grid ------------------------------------------------
-    from constrfl.flower.superexec import warm_up
+    from constrfl.flower.warm.superexec import warm_up
     warm_up()             # numba's cache filled first: no deployment compiles the kernels
     cf.solve(prob, **capped_opts)
     plain, m, total = timed(cf.solve, problem=prob, **dict(full_opts, secure=False))

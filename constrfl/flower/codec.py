@@ -34,9 +34,6 @@ from pathlib import Path
 
 import numpy as np
 from flwr.app import ConfigRecord, RecordDict
-from flwr.supercore.inflatable.inflatable_object import (get_all_nested_objects,
-                                                          no_object_id_recompute)
-from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
 
 from ..errors import PartyError
 from ..parties import HANDLERS
@@ -44,7 +41,8 @@ from ..messages import MessageType as M
 
 __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",
            "decode_error", "meta", "pack_state", "unpack_state", "state_to_records",
-           "state_from_records", "SiteStore", "wire_round_trip"]
+           "state_from_records", "SiteStore", "LOAD_CLIENT_APP_EXCEPTION",
+           "CLIENT_APP_RAISED_EXCEPTION", "NODE_UNAVAILABLE"]
 
 #: the constrfl types that run local optimization (Flower category ``train``) and the
 #: pure evaluations (``evaluate``); everything else, and every compound, is ``query``
@@ -53,6 +51,11 @@ EVALUATE = (M.NEWTON_EVAL, M.NEWTON_HVP, M.FEAS_EVAL, M.KKT_REPORT)
 
 #: the discovery message: "which site are you?" (Flower type ``query.constrfl_hello``)
 HELLO = "constrfl.hello"
+
+#: Flower's error codes (``Error.code`` of an error reply; the values of its protocol, which
+#: flwr keeps in a module of its own runtime): the ClientApp failed to load, raised, and
+#: the node is not there
+LOAD_CLIENT_APP_EXCEPTION, CLIENT_APP_RAISED_EXCEPTION, NODE_UNAVAILABLE = 1, 2, 5
 
 #: the record of a message (its fields, and its payload's bytes under ``PAYLOAD``) and
 #: of a party's error answer
@@ -251,21 +254,3 @@ class SiteStore:
             os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
-
-
-# -- the wire ---------------------------------------------------------------------------------
-
-def wire_round_trip(message):
-    """``(copy, nbytes)``: the message after Flower's own serialization — deflated into
-    the objects a SuperLink stores and forwards (``Message`` → ``RecordDict`` → its
-    records) and inflated back — and the number of bytes of those objects.
-    The metadata's message id, which deflation leaves out (it is the object id on the
-    wire), is carried over."""
-    with no_object_id_recompute():          # as Flower's push paths: ids computed once
-        objects = get_all_nested_objects(message)
-        contents = {oid: obj.deflate() for oid, obj in objects.items()}
-        root = message.object_id
-    nbytes = sum(len(c) for c in contents.values())
-    copy = inflate_object_from_contents(root, contents)
-    copy.metadata.__dict__["_message_id"] = message.metadata.message_id
-    return copy, nbytes

@@ -5,14 +5,21 @@ has a node config (its ``--node-config``), a ``Context`` and its own ClientApp i
 (its "process": what the app caches, it caches per node).  A pushed message is
 delivered at once, as on a deployment:
 
-1. the message goes through Flower's serialization (deflated into the objects a
-   SuperLink stores, inflated back: :func:`~.codec.wire_round_trip`), so the ClientApp
-   sees exactly what would arrive over the network;
-2. the node's ``Context`` goes through Flower's protobuf serde, as it does between a
-   SuperNode and its ClientApp process;
+1. the ClientApp gets a copy of the message (its own metadata, with the message id a
+   SuperLink would give it, and a deep copy of its content: nothing shared with the
+   server's objects);
+2. it gets a copy of the node's ``Context`` as well, as a ClientApp process gets one
+   from its SuperNode (``serialize_context=False``: the same object every message, as
+   Flower's simulation engine keeps it);
 3. the ClientApp runs; an exception becomes an ``Error`` reply
    (``CLIENT_APP_RAISED_EXCEPTION``), as Flower reports it;
-4. the reply makes the same round trip back and waits to be pulled.
+4. a copy of the reply waits to be pulled.
+
+Only Flower's public modules are used (``flwr.app``, ``flwr.serverapp``): no runtime
+sets the ServerApp's task here, so the grid makes the ServerApp's messages itself
+(:meth:`create_message`, which :class:`~.server.FlowerFederation` calls on this grid).
+That the codec's messages cross Flower's own serialization bit for bit is tested apart
+(tests/test_flower_warm.py), and on every deployment.
 
 **Faults**, for tests: ``faults`` is a callable ``(site, node_id, message) -> action``
 called before each delivery (``site`` the node's ``site`` config value): ``None``
@@ -24,22 +31,27 @@ empty ``context.state``, a fresh ClientApp "process"), :meth:`remove` takes a no
 """
 from __future__ import annotations
 
-import contextlib
+import copy
 import itertools
 import time
 import uuid
 from dataclasses import dataclass, field
 
-from flwr.app import Context, Error, Message, RecordDict
-from flwr.common.constant import ErrorCode
-from flwr.common.serde import context_from_proto, context_to_proto
+from flwr.app import DEFAULT_TTL, Context, Error, Message, Metadata, RecordDict
 from flwr.serverapp import Grid
-from flwr.supercore.run import Run
-from flwr.supercore.task_identity import TaskIdentity
 
 from . import codec
 
-__all__ = ["LocalGrid", "task_identity"]
+__all__ = ["LocalGrid"]
+
+#: the node id Flower gives the SuperLink (the source of a ServerApp's messages)
+SUPERLINK_NODE_ID = 1
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """The run of a :class:`LocalGrid` (Flower's ``Grid.run``: its id)."""
+    run_id: int
 
 
 @dataclass
@@ -55,8 +67,6 @@ class _Node:
 class _Stats:
     pushed: int = 0          # messages the server pushed
     delivered: int = 0       # messages a ClientApp ran
-    bytes_down: int = 0      # bytes of the deflated messages
-    bytes_up: int = 0        # bytes of the deflated replies
     seconds_in_apps: float = 0.0
     faults: list = field(default_factory=list)
 
@@ -69,7 +79,7 @@ class LocalGrid(Grid):
 
     def __init__(self, nodes, *, run_id=1, run_config=None, serialize_context=True,
                  faults=None):
-        self._run = Run.create_empty(run_id)
+        self._run = LocalRun(run_id)
         self.run_config = dict(run_config or {})
         self.serialize_context = serialize_context
         self.faults = faults
@@ -115,7 +125,12 @@ class LocalGrid(Grid):
         return self._run
 
     def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
-        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+        """A message of the ServerApp's (from the SuperLink's node) with its message id."""
+        return Message(metadata=Metadata(
+            run_id=self._run.run_id, message_id=uuid.uuid4().hex,
+            src_node_id=SUPERLINK_NODE_ID, dst_node_id=dst_node_id, reply_to_message_id="",
+            group_id=group_id or "", created_at=time.time(), ttl=ttl or DEFAULT_TTL,
+            message_type=message_type), content=content)
 
     def get_node_ids(self):
         return list(self.nodes)
@@ -123,7 +138,9 @@ class LocalGrid(Grid):
     def push_messages(self, messages):
         ids = []
         for msg in messages:
-            msg.metadata.__dict__["_message_id"] = uuid.uuid4().hex
+            if not msg.metadata.message_id:
+                raise ValueError("LocalGrid: push messages made by its create_message "
+                                 "(a message id is given there)")
             ids.append(msg.metadata.message_id)
             self.stats.pushed += 1
             self._deliver(msg)
@@ -137,8 +154,7 @@ class LocalGrid(Grid):
 
     # -- delivery ----------------------------------------------------------------------------
     def _deliver(self, msg):
-        wire, nbytes = codec.wire_round_trip(msg)
-        self.stats.bytes_down += nbytes
+        wire = _copy(msg)
         node = self.nodes.get(msg.metadata.dst_node_id)
         action = None
         if node is not None and self.faults is not None:
@@ -149,26 +165,26 @@ class LocalGrid(Grid):
         if action == "drop":
             return
         if node is None or action == "unavailable":
-            reply = Message(Error(ErrorCode.NODE_UNAVAILABLE, "Error: Node Unavailable"),
+            reply = Message(Error(codec.NODE_UNAVAILABLE, "Error: Node Unavailable"),
                             reply_to=wire)
         else:
             reply = self._run_app(node, wire)
             if action == "drop_reply":
                 return
-        reply.metadata.__dict__["_message_id"] = uuid.uuid4().hex
-        back, nbytes = codec.wire_round_trip(reply)
-        self.stats.bytes_up += nbytes
-        self._replies[msg.metadata.message_id] = back
+        self._replies[msg.metadata.message_id] = _copy(reply)
 
     def _run_app(self, node, msg):
         context = node.context
         if self.serialize_context:
-            context = context_from_proto(context_to_proto(context))
+            context = Context(run_id=context.run_id, node_id=context.node_id,
+                              node_config=dict(context.node_config),
+                              state=copy.deepcopy(context.state),
+                              run_config=dict(context.run_config))
         t = time.perf_counter()
         try:
             reply = node.app(msg, context)
         except Exception as exc:          # what Flower's runtime makes of it
-            reply = Message(Error(ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
+            reply = Message(Error(codec.CLIENT_APP_RAISED_EXCEPTION,
                                   f"{type(exc)}:<'{exc}'>"), reply_to=msg)
         else:
             node.context = context
@@ -178,13 +194,15 @@ class LocalGrid(Grid):
         return reply
 
 
-@contextlib.contextmanager
-def task_identity(run_id=1, node_id=0, task_id=1):
-    """Flower creates messages for the task of this process (``TaskIdentity``), set by
-    its runtimes; a ServerApp run outside one needs it set (and restored after)."""
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = run_id, node_id, task_id
-    try:
-        yield
-    finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+def _copy(message):
+    """A message as its receiver gets it: the same metadata (a reply's message id the
+    one a SuperLink would give it), its content deep-copied (nothing shared)."""
+    m = message.metadata
+    metadata = Metadata(run_id=m.run_id, message_id=m.message_id or uuid.uuid4().hex,
+                        src_node_id=m.src_node_id, dst_node_id=m.dst_node_id,
+                        reply_to_message_id=m.reply_to_message_id, group_id=m.group_id,
+                        created_at=m.created_at, ttl=m.ttl, message_type=m.message_type,
+                        src_task_id=m.src_task_id, dst_task_id=m.dst_task_id)
+    if message.has_error():
+        return Message(metadata=metadata, error=message.error)
+    return Message(metadata=metadata, content=copy.deepcopy(message.content))

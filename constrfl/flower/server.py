@@ -36,7 +36,6 @@ import uuid
 from pathlib import Path
 
 from flwr.app import ConfigRecord, Message, RecordDict
-from flwr.common.constant import ErrorCode
 from flwr.serverapp import ServerApp
 
 from .. import status as st
@@ -49,6 +48,7 @@ from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
 from . import codec
+from .grid import LocalGrid
 
 __all__ = ["FlowerFederation", "run_server", "server_app", "FLOWER_KEY"]
 
@@ -59,7 +59,7 @@ log = logging.getLogger("constrfl.flower")
 FLOWER_KEY = "@flower"
 
 #: Flower error codes after which the site's own code failed (no retry)
-APP_FAILED = (ErrorCode.CLIENT_APP_RAISED_EXCEPTION, ErrorCode.LOAD_CLIENT_APP_EXCEPTION)
+APP_FAILED = (codec.CLIENT_APP_RAISED_EXCEPTION, codec.LOAD_CLIENT_APP_EXCEPTION)
 
 #: the keywords of :func:`run_server` that go to :class:`FlowerFederation`, and their
 #: defaults (the one source: :func:`~.simulate.simulate` takes them too)
@@ -109,6 +109,14 @@ class FlowerFederation(Federation):
             log.warning("constrfl: Grid.%s failed: %s: %s", what, type(exc).__name__, exc)
             return None, f"Grid.{what} failed: {type(exc).__name__}: {exc}"
 
+    def _message(self, content, node, message_type, group):
+        """A message to ``node``: ``Message(...)`` on Flower's runtimes (which tell it the
+        ServerApp's run and task); the in-memory grid, with no runtime around it, makes
+        its own (``Grid.create_message``)."""
+        if isinstance(self.grid, LocalGrid):
+            return self.grid.create_message(content, message_type, node, group)
+        return Message(content, dst_node_id=node, message_type=message_type, group_id=group)
+
     def _push(self, messages):
         """Push ``[(key, Message)]``; ``({key: message id}, error)`` of those accepted."""
         if not messages:
@@ -133,9 +141,8 @@ class FlowerFederation(Federation):
         ask = [n for n in sorted(nodes - served) if n not in self.asked
                or (n in waiting and now - self.asked[n] >= self.resend_after)]
         content = RecordDict({codec.META: ConfigRecord({"solve": self.solve_id})})
-        ids, err = self._push([(n, Message(content, dst_node_id=n, group_id="hello",
-                                           message_type=codec.flower_type(codec.HELLO)))
-                               for n in ask])
+        ids, err = self._push([(n, self._message(content, n, codec.flower_type(codec.HELLO),
+                                                 "hello")) for n in ask])
         for node, mid in ids.items():
             self.hellos[mid], self.asked[node] = node, now
         self.stats["hellos"] += len(ids)
@@ -191,9 +198,8 @@ class FlowerFederation(Federation):
                 elif n not in due or sent_to[n] != node or now >= due[n]:
                     fields = {"seq": seq, "solve": self.solve_id, "type": message_type,
                               "prev": self.last_seq.get(n, 0)}
-                    push.append((n, Message(codec.encode(payloads[n], fields),
-                                            dst_node_id=node, message_type=ftype,
-                                            group_id=group)))
+                    push.append((n, self._message(codec.encode(payloads[n], fields), node,
+                                                  ftype, group)))
             ids, err = self._push(push)
             for n, _ in push:
                 if n not in ids:

@@ -9,7 +9,7 @@ from ..problem import Problem, ServerSide
 from ..settings import BASELINES
 from . import codec
 from .client import client_app
-from .grid import LocalGrid, task_identity
+from .grid import LocalGrid
 from .server import TRANSPORT, server_app
 
 __all__ = ["simulate", "local_grid", "KnownServerSide"]
@@ -92,8 +92,7 @@ def simulate(problem, *args, backend="inmemory", state_dir=None,
             results = []
             app = server_app(view, *args, on_result=results.append,
                              poll_interval=poll_interval or 1e-3, **kwargs)
-            with task_identity(grid.run.run_id):
-                app(grid, _server_context(grid.run.run_id))
+            app(grid, _server_context(grid.run.run_id))
             return _with_site_multipliers(results[0], problem,
                                           getattr(grid, "state_dir", sdir))
         if faults is not None or grid is not None:

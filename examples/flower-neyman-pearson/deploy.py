@@ -13,7 +13,7 @@ site on 127.0.0.1, started and stopped by PID.
    data="<workdir>/sites/site-<i>.csv" state-dir=...'``, and how its ClientApps run:
 
    - ``warm`` (default): ``--isolation process`` and constrfl's warm SuperExec next to
-     it (``python -m constrfl.flower.superexec``): one long-lived process per site,
+     it (``python -m constrfl.flower.warm.superexec``): one long-lived process per site,
      each message run by flwr's ``run_clientapp`` in a forked child;
    - ``warm-in-process``: the same, each message run inside the warm process;
    - ``process`` (Flower's stock path): ``--isolation process`` and ``flower-superexec``,
@@ -21,9 +21,9 @@ site on 127.0.0.1, started and stopped by PID.
    - ``subprocess``: Flower's default, the SuperNode starts its own ``flower-superexec``;
 
    with ``--waits short`` (default) the SuperLink is ``python -m
-   constrfl.flower.superlink`` (flower-superlink holding the asks for messages and
-   replies until there is one, see :mod:`constrfl.flower.holds`) and the SuperNode
-   ``python -m constrfl.flower.supernode`` (flower-supernode with its fixed 3 s / 0.5 s
+   constrfl.flower.warm.superlink`` (flower-superlink holding the asks for messages and
+   replies until there is one, see :mod:`constrfl.flower.warm.holds`) and the SuperNode
+   ``python -m constrfl.flower.warm.supernode`` (flower-supernode with its fixed 3 s / 0.5 s
    waits shortened, holding the SuperExec's asks for a task); with ``--waits flwr`` they
    are ``flower-superlink`` and ``flower-supernode``; four numbers set the SuperNode's
    idle and reply waits, the warm SuperExec's task poll and the holds (0: none);
@@ -246,7 +246,7 @@ def start_superlink(procs, simulation=False, waits=None):
     simulation's replies do not pass the handlers it holds: ``flower-superlink``)."""
     port = free_port()
     link = ["flower-superlink"] if waits is None or simulation else [
-        sys.executable, "-m", "constrfl.flower.superlink"] + (
+        sys.executable, "-m", "constrfl.flower.warm.superlink"] + (
         ["--hold", str(waits[3])] if waits else [])
     procs.start("superlink", link + ["--insecure", "--disable-runtime-dependency-installation",
                                      "--host", "127.0.0.1", "--port", str(port)]
@@ -313,7 +313,7 @@ def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     port = free_port()
     config = f'site="{name}" data="{sites / (name + ".csv")}" state-dir="{work / "state"}"'
     node = ["flower-supernode"] if waits is None else [
-        sys.executable, "-m", "constrfl.flower.supernode"] + (
+        sys.executable, "-m", "constrfl.flower.warm.supernode"] + (
         ["--idle-wait", str(waits[0]), "--reply-wait", str(waits[1]), "--hold",
          str(waits[3])] if waits else [])
     argv = node + ["--insecure", "--superlink", f"127.0.0.1:{link}", "--port", str(port),
@@ -325,7 +325,7 @@ def start_site(procs, name, sites, work, link, mode, tag="", waits=None):
     if isolated:
         wait_for_port(port)
         exe = (["flower-superexec"] if mode == "process" else
-               [sys.executable, "-m", "constrfl.flower.superexec", "--task-mode", WARM[mode]]
+               [sys.executable, "-m", "constrfl.flower.warm.superexec", "--task-mode", WARM[mode]]
                + (["--task-poll", str(waits[2])] if waits else []))
         started.append(procs.start(f"superexec-{name}{tag}", exe + [
             "--insecure", "--runtime-api-address", f"127.0.0.1:{port}"]))
@@ -380,7 +380,7 @@ def main(argv=None):
                     "message; process: Flower's stock flower-superexec")
     ap.add_argument("--waits", default="short", metavar="short|flwr|IDLE,REPLY,TASK,HOLD",
                     help="short (default): constrfl's superlink, supernode and warm "
-                    "SuperExec with their default waits (python -m constrfl.flower.supernode "
+                    "SuperExec with their default waits (python -m constrfl.flower.warm.supernode "
                     "--help-waits); flwr: flower-superlink and flower-supernode (3 s / 0.5 s "
                     "waits, no holds); or four numbers: the SuperNode's idle and reply "
                     "waits, the SuperExec's task poll, the holds (0: none)")

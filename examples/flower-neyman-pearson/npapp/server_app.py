@@ -16,7 +16,7 @@ that do not exist, then end ``client_failure``.
 site's reply is pulled before all of it has arrived at the SuperLink (flwr: 1 s), and a
 reply that never arrives whole is given up after ``resend-after`` seconds (flwr: when
 the SuperLink's push session expires, 180 s) and asked again
-(:func:`constrfl.flower.waits.shorten_object_pulls`, in the ServerApp's process, on a
+(:func:`constrfl.flower.warm.waits.shorten_object_pulls`, in the ServerApp's process, on a
 tested flwr)."""
 import json
 import os
@@ -27,7 +27,8 @@ from pathlib import Path
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
-from constrfl.flower import run_server, waits
+from constrfl.flower import run_server
+from constrfl.flower.warm import waits
 
 from . import task
 

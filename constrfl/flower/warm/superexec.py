@@ -1,7 +1,7 @@
 """A warm SuperExec: one long-lived process per site that runs every ClientApp task with
 flwr's own ``run_clientapp``, imports paid once.
 
-    python -m constrfl.flower.superexec [--task-mode fork|in-process] [--preload MOD]...
+    python -m constrfl.flower.warm.superexec [--task-mode fork|in-process] [--preload MOD]...
                                         [--warm-up MOD:FUNC] [--task-poll 0.2]
                                         [--pull-backoff 0.02]
                                         <flower-superexec arguments>
@@ -11,7 +11,7 @@ process``::
 
     flower-supernode --insecure --superlink 127.0.0.1:9092 --isolation process \\
         --port 9094 --node-config '...' &
-    python -m constrfl.flower.superexec --insecure --runtime-api-address 127.0.0.1:9094
+    python -m constrfl.flower.warm.superexec --insecure --runtime-api-address 127.0.0.1:9094
 
 It is Flower's own ``flower-superexec`` (its argument parsing, its ``run_superexec``
 loop that acquires tasks from the SuperNode, its plugin), with one change: the executor
@@ -39,9 +39,9 @@ started less than 5 s ago), then backing off to ``FLWR_SUPEREXEC_TASK_POLL_INTER
 (Flower's poll, 1 s by default): quick in a solve, nearly free when idle.
 ``--pull-backoff``: a task's first retry when its message is not all stored yet (the
 SuperNode hands out the task before it has pulled the message; flwr waits 1 s, see
-:data:`constrfl.flower.waits.FIXED`); 0 keeps flwr's.
+:data:`constrfl.flower.warm.waits.FIXED`); 0 keeps flwr's.
 
-On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
+On a flwr outside :data:`constrfl.flower.warm.pinned.TESTED` it says so and runs
 ``flower-superexec`` with the same arguments instead.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from . import waits
 __all__ = ["WarmExecutor", "TaskEnded", "InstallOnce", "first_beat_later", "run_task",
            "warm_up", "main"]
 
-COMMAND = "constrfl.flower.superexec"
+COMMAND = "constrfl.flower.warm.superexec"
 MODES = ("fork", "in-process")
 
 

@@ -3,7 +3,7 @@
 None of these waits can be set by an option, a configuration file or an environment
 variable (the only one that can, ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, is the
 SuperExec's task poll).  Each function here changes them in the calling process only,
-on a tested flwr (:data:`constrfl.flower.pinned.TESTED`), and does nothing elsewhere;
+on a tested flwr (:data:`constrfl.flower.warm.pinned.TESTED`), and does nothing elsewhere;
 nothing installed is modified.  See docs/flower.md ("Flower's fixed waits").
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ IDLE, REPLY = 3.0, 0.5        # start_client_internal.py's sleeps
 #: 0.75-0.82 s a round and 85-88 CPU-s, 0.1 s 0.77-1.04 s and 90-109 CPU-s; 0.3 s
 #: 0.87 s (polls cost CPU that the round needs; shorter polls cut little latency).
 #: Against constrfl's SuperLink and SuperNode, which hold an ask until there is an
-#: answer (:mod:`constrfl.flower.holds`), a site asks again at once instead
+#: answer (:mod:`constrfl.flower.warm.holds`), a site asks again at once instead
 SITE_POLL = 0.2
 
 
@@ -75,7 +75,7 @@ class _Clock:
     """The ``time`` module as a polling loop sees it: its sleeps go through
     :meth:`wait`, which counts the time since the previous sleep ended (the ask in
     between, held by a server that answers when there is something:
-    :mod:`constrfl.flower.holds`) against the wait; anything else is ``time``'s."""
+    :mod:`constrfl.flower.warm.holds`) against the wait; anything else is ``time``'s."""
 
     def __init__(self, clock=_time):
         self._clock = clock

@@ -1,6 +1,6 @@
 """``flower-superlink`` that answers a poll when there is something to answer.
 
-    python -m constrfl.flower.superlink [--hold 1.0] [--all-middleware]
+    python -m constrfl.flower.warm.superlink [--hold 1.0] [--all-middleware]
                                         <flower-superlink arguments>
 
 flwr 1.42's SuperLink answers a SuperNode's ask for a message, and the ServerApp's ask
@@ -8,13 +8,13 @@ for replies, at once, also when there is none; the asker sleeps and asks again, 
 every round waits up to a poll interval at each of these hops.  This command is
 Flower's own ``flower-superlink`` (same arguments, same code, same process) with those
 asks held until a message (a reply) arrives, for up to ``--hold`` seconds
-(:func:`constrfl.flower.holds.hold_superlink`; 0: Flower's own answers).  Flower's
+(:func:`constrfl.flower.warm.holds.hold_superlink`; 0: Flower's own answers).  Flower's
 SuperNodes and ServerApps work with it unchanged; constrfl's count the held time
 against their own waits, so they ask again at once.  Its middlewares that act on one
-API only see that API's requests (:mod:`constrfl.flower.scoped`; ``--all-middleware``:
+API only see that API's requests (:mod:`constrfl.flower.warm.scoped`; ``--all-middleware``:
 every request passes all of them, as in flwr).
 
-On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
+On a flwr outside :data:`constrfl.flower.warm.pinned.TESTED` it says so and runs
 ``flower-superlink`` with the same arguments instead.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from . import holds, scoped, waits
 
 __all__ = ["main"]
 
-COMMAND = "constrfl.flower.superlink"
+COMMAND = "constrfl.flower.warm.superlink"
 
 
 def main(argv=None):

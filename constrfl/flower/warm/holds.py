@@ -8,7 +8,7 @@ asks again; every hop adds up to a poll interval, and shorter intervals cost CPU
 Here the answering side holds such an ask, for up to ``hold`` seconds, until what it
 asks for is there in full, and answers then: no added latency, and an idle asker costs
 one request per ``hold`` seconds.  The asker counts the time its ask took against its
-own wait (:class:`constrfl.flower.waits.ShortWaits`, the ServerApp's poll), so it asks
+own wait (:class:`constrfl.flower.warm.waits.ShortWaits`, the ServerApp's poll), so it asks
 again at once after a held ask and as before against a stock server.
 
 * :func:`hold_superlink` (in a SuperLink process): a SuperNode's ask for a message

@@ -1,28 +1,28 @@
 """``flower-supernode`` with its fixed waits shortened and its task polls held.
 
-    python -m constrfl.flower.supernode [--idle-wait 0.2] [--reply-wait 0.01]
+    python -m constrfl.flower.warm.supernode [--idle-wait 0.2] [--reply-wait 0.01]
                                         [--pull-backoff 0.02] [--hold 1.0]
                                         <flower-supernode arguments>
 
 flwr 1.42's SuperNode loop sleeps a fixed 3 s whenever the SuperLink has no message
 for it and 0.5 s between checks for the ClientApp's reply; its object pulls first
-retry after 1 s (:data:`constrfl.flower.waits.FIXED`); no option or environment
+retry after 1 s (:data:`constrfl.flower.warm.waits.FIXED`); no option or environment
 variable sets them.  After a site replies, the server's next message comes once every
 site has replied: the SuperNode has asked in between, found nothing, and sleeps 3 s,
 so every round costs about 3 s more than its work.
 
 This command is Flower's own ``flower-supernode`` (same arguments, same code, same
 process) with those waits shortened in this process only
-(:func:`~constrfl.flower.waits.shorten_supernode_sleeps`,
-:func:`~constrfl.flower.waits.shorten_object_pulls`); nothing installed is modified.
+(:func:`~constrfl.flower.warm.waits.shorten_supernode_sleeps`,
+:func:`~constrfl.flower.warm.waits.shorten_object_pulls`); nothing installed is modified.
 Shorter waits cost CPU: an idle SuperNode asks the SuperLink every ``--idle-wait``
 seconds (one HTTP request, a few ms of CPU on each side), counting the time the ask took
-(a SuperLink that holds asks, ``python -m constrfl.flower.superlink``, makes it ask
+(a SuperLink that holds asks, ``python -m constrfl.flower.warm.superlink``, makes it ask
 again at once).  A SuperExec's ask for a task is held until the SuperNode has stored a
-message, for up to ``--hold`` seconds (:func:`~constrfl.flower.holds.hold_supernode`;
+message, for up to ``--hold`` seconds (:func:`~constrfl.flower.warm.holds.hold_supernode`;
 0: answered at once, as flwr).
 
-On a flwr outside :data:`constrfl.flower.pinned.TESTED` it says so and runs
+On a flwr outside :data:`constrfl.flower.warm.pinned.TESTED` it says so and runs
 ``flower-supernode`` with the same arguments instead.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from . import holds, waits
 
 __all__ = ["main"]
 
-COMMAND = "constrfl.flower.supernode"
+COMMAND = "constrfl.flower.warm.supernode"
 
 
 def _parser():

@@ -15,6 +15,7 @@ callers look it up.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 
@@ -24,14 +25,14 @@ __all__ = ["TESTED", "STOCK", "installed", "tested", "untested", "run_stock", "w
 TESTED = ("1.42",)
 
 #: the Flower command each constrfl command stands in for
-STOCK = {"constrfl.flower.superexec": "flower-superexec",
-         "constrfl.flower.supernode": "flower-supernode",
-         "constrfl.flower.superlink": "flower-superlink"}
+STOCK = {"constrfl.flower.warm.superexec": "flower-superexec",
+         "constrfl.flower.warm.supernode": "flower-supernode",
+         "constrfl.flower.warm.superlink": "flower-superlink"}
 
 
 def installed():
-    from flwr.supercore.version import package_version
-    return package_version
+    """The installed flwr's version (from its distribution's metadata)."""
+    return importlib.metadata.version("flwr")
 
 
 def tested(version=None):
