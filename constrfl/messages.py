@@ -33,6 +33,7 @@ entry of a sum field (a disclosed float: 8).
 """
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 
@@ -141,8 +142,10 @@ TRANSPORT_FIELDS = frozenset({"peers", "cohort"})
 SUMS, LAYOUT = "sums", "layout"
 
 
+@functools.lru_cache(maxsize=None)
 def fields_of(message_type):
-    """The :class:`Fields` of a (compound ``a+b``) message type: the union of its parts'."""
+    """The :class:`Fields` of a (compound ``a+b``) message type: the union of its parts'
+    (computed once a type: every reply of every client asks)."""
     parts = message_type.split("+")
     unknown = [p for p in parts if p not in FIELDS]
     if unknown:

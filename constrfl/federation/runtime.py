@@ -60,25 +60,19 @@ def encode_reply(message_type, reply):
     limbs) under ``SUMS``, with their names and sizes under ``LAYOUT``
     (``"name:size;..."``, no size for a scalar); disclosed fields as they are."""
     declared = fields_of(message_type).reply
-    out, sums, sizes = {}, [], []
+    out, parts, layout = {}, [], []
     for k, v in reply.items():
         if declared[k] != SUM:
             out[k] = v
+        elif isinstance(v, np.ndarray):
+            parts.append(v.ravel())
+            layout.append(f"{k}:{v.size}")
         else:
-            sums.append(v)
-            sizes.append((k, v.size if isinstance(v, np.ndarray) else None))
-    if sums:
-        flat = np.empty(sum(1 if n is None else n for _, n in sizes))
-        at = 0
-        for v, (_, n) in zip(sums, sizes):
-            if n is None:
-                flat[at] = v
-                at += 1
-            else:
-                flat[at:at + n] = v.ravel()
-                at += n
-        out[SUMS] = encode(flat)
-        out[LAYOUT] = ";".join(f"{k}:{'' if n is None else n}" for k, n in sizes)
+            parts.append(np.array([v], dtype=np.float64))
+            layout.append(f"{k}:")
+    if parts:
+        out[SUMS] = encode(np.concatenate(parts))
+        out[LAYOUT] = ";".join(layout)
     return out
 
 
