@@ -33,7 +33,6 @@ entry of a sum field (a disclosed float: 8).
 """
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
 
@@ -113,8 +112,10 @@ FIELDS = {
                         "mu nu wk scale_rows_ineq scale_rows_eq"),
     M.AL_UPDATE: _fields("w beta", dict(KKT_SHARE, multiplier_step_sq=SUM), "mu nu wk"),
     M.KKT_REPORT: _fields("w penalty_weight", KKT_SHARE, "mu nu"),
-    M.ADMM_START: _fields("gamma cold metric local_max_iter local_hessian adaptive rho",
-                          {"rho": SUM, "Rv": SUM, "metric": SUM}, "u lam J"),
+    M.ADMM_START: _fields("gamma cold metric count_rows sketch local_max_iter local_hessian "
+                          "adaptive rho", {"rho": SUM, "Rv": SUM, "metric": SUM,
+                                           "metric_sketch": SUM, "constraint_rows": SUM},
+                          "u lam J"),
     M.ADMM_STEP: _fields("w tol", {"e": SUM, "Rv": SUM, "rho": SUM, "definition1_sq": SUM},
                          "u lam J"),
     M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt",
@@ -142,10 +143,8 @@ TRANSPORT_FIELDS = frozenset({"peers", "cohort"})
 SUMS, LAYOUT = "sums", "layout"
 
 
-@functools.lru_cache(maxsize=None)
 def fields_of(message_type):
-    """The :class:`Fields` of a (compound ``a+b``) message type: the union of its parts'
-    (computed once a type: every reply of every client asks)."""
+    """The :class:`Fields` of a (compound ``a+b``) message type: the union of its parts'."""
     parts = message_type.split("+")
     unknown = [p for p in parts if p not in FIELDS]
     if unknown:

@@ -38,10 +38,12 @@ parties reaches the server, :data:`constrfl.messages.FIELDS`):
   at w with penalty ``beta``.
 * ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
   multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
-* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho]}:
-  φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm 2's start uᵢ = wᵏ, λᵢ = 0
-  and the first ρᵢ, else (uᵢ, λᵢ, ρᵢ) carry over and, with ``metric``, the penalty
-  becomes Rᵢ = ρᵢI + JᵢᵀJᵢ; reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ and JᵢᵀJᵢ's triangle.
+* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho],
+  [count_rows], [sketch]}: φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm
+  2's start uᵢ = wᵏ, λᵢ = 0 and the first ρᵢ, else (uᵢ, λᵢ, ρᵢ) carry over and, with
+  ``metric`` or a ``sketch`` Ω, the penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ; reply ρᵢ,
+  Rᵢvᵢ = Rᵢuᵢ + λᵢ and JᵢᵀJᵢ's triangle (``metric``) or JᵢᵀJᵢΩ (``sketch``), with
+  ``count_rows`` the block's number of constraint rows.
 * ``admm.step`` {w, tol}: (22) as the vector eᵢ (with the Rᵢ the server used), the
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
   ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:

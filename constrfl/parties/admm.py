@@ -58,15 +58,19 @@ def _first_rho(state, party, phi):
 def admm_start(msg, state, ctx):
     """Cold (the first subproblem): uᵢ = wᵏ, λᵢ = 0 and ρᵢ as given (or
     :func:`_first_rho`), no Jᵢ.  Otherwise (uᵢ, λᵢ, ρᵢ) carry over from the last
-    subproblem; with ``metric`` the block's penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ
-    (:func:`_constraint_metric`).  Reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ (vᵢ = uᵢ + Rᵢ⁻¹λᵢ) and,
-    with ``metric``, the upper triangle of JᵢᵀJᵢ (zeros where Jᵢ has no rows): the
-    server's (18) needs only their sums."""
+    subproblem; with ``metric`` or a ``sketch`` Ω the block's penalty becomes
+    Rᵢ = ρᵢI + JᵢᵀJᵢ (:func:`_constraint_metric`).  Reply ρᵢ, Rᵢvᵢ = Rᵢuᵢ + λᵢ
+    (vᵢ = uᵢ + Rᵢ⁻¹λᵢ) and, with ``metric``, the upper triangle of JᵢᵀJᵢ, with a
+    ``sketch`` JᵢᵀJᵢΩ (zeros where Jᵢ has no rows): the server's (18) needs only their
+    sums.  With ``count_rows``, the block's number of constraint rows (a bound on the
+    rows of any Jᵢ it will have), whose sum sizes the sketches."""
     state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
                  local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
     wk = state["wk"]
-    J = (_constraint_metric(state, ctx.party) if msg["metric"] and not msg["cold"]
+    sketch = msg.get("sketch")
+    J = (_constraint_metric(state, ctx.party)
+         if (msg["metric"] or sketch is not None) and not msg["cold"]
          else np.zeros((0, wk.size)))
     state["J"] = J
     if msg["cold"]:
@@ -76,6 +80,10 @@ def admm_start(msg, state, ctx):
                                                          state["lam"])}
     if msg["metric"] and not msg["cold"]:    # every block (one layout), zeros without rows
         reply["metric"] = pack_upper(J.T @ J)
+    if sketch is not None and not msg["cold"]:
+        reply["metric_sketch"] = J.T @ (J @ sketch)
+    if msg.get("count_rows"):
+        reply["constraint_rows"] = float(ctx.party.n_ineq + ctx.party.n_eq)
     return reply, state
 
 

@@ -37,9 +37,11 @@ sees only Σᵢ): its stationarity share eᵢ, Rᵢvᵢ with vᵢ = uᵢ + Rᵢ�
   the gradients at wᵏ of its equalities and the inequalities it expects active: the
   Gauss-Newton curvature β∇c∇cᵀ of its AL term, far stiffer than the rest of φᵢ, which
   no scalar ρᵢ matches.  Fixed within a subproblem; none in the first (multipliers still
-  zero); only for P zero or a ridge, where (18) stays exact as one linear solve, and up
-  to d = ``METRIC_MAX_DIM`` (each block with rows sends the d(d+1)/2 sums of JᵢᵀJᵢ once
-  a subproblem).  The certificate holds with Rᵢ in place of ρᵢ.
+  zero); only for P zero or a ridge, where (18) stays exact as one linear solve.  Up
+  to d = ``METRIC_MAX_DIM`` each block sends the d(d+1)/2 sums of JᵢᵀJᵢ once a
+  subproblem; above, the sketch JᵢᵀJᵢΩ of k = min(m + 8, d) columns (m = Σᵢ constraint
+  rows, counted once), whose sum gives ΣJᵢᵀJᵢ = U diag(λ) Uᵀ exactly (rank ≤ m:
+  :func:`nystrom`; docs/algorithms.md §9).  The certificate holds with Rᵢ in place of ρᵢ.
 * **Over-relaxation.**  A block solves (19) and updates λᵢ by (20) at
   ŵ = α·wᵗ⁺¹ + (1 − α)·uᵢᵗ, α = ``RELAXATION``, instead of wᵗ⁺¹ (Boyd et al. 2011,
   §3.4.3).  The certificate is unchanged: it needs only that eᵢ uses the vᵢ the w-step
@@ -66,11 +68,14 @@ from ..messages import MessageType as M, unpack_upper
 from ..prox import SquaredL2, Zero
 from ..records import saved_as
 
-__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM"]
+__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "nystrom", "random_sketch"]
 
-#: the penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ up to this d (their sum is a d×d matrix, sent
-#: once a subproblem as d(d+1)/2 sums by each block with rows)
+#: the penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ as their sum, a d×d matrix sent once a subproblem
+#: as d(d+1)/2 sums, up to this d; above it as a sketch (ΣJᵢᵀJᵢ)Ω of k columns
 METRIC_MAX_DIM = 1000
+#: the sketch's columns beyond the number m of constraint rows (rank ΣJᵢᵀJᵢ ≤ m; at most
+#: d columns), and their most: with more the blocks keep scalar ρᵢ
+SKETCH_OVERSAMPLING, SKETCH_MAX_COLUMNS = 8, 256
 
 
 @saved_as("admm-state")
@@ -89,6 +94,9 @@ class ADMMState:
     done: bool = False      # stopped (converged, early, or max_iter)
     metric: np.ndarray = None   # Σᵢ JᵢᵀJᵢ (upper triangle) of the penalties ρᵢI + JᵢᵀJᵢ,
     #                             None when no block has rows
+    rows: float = None          # Σᵢ (constraint rows of block i): the sketches' rank bound
+    metric_basis: np.ndarray = None    # Σᵢ JᵢᵀJᵢ = U diag(λ) Uᵀ from its sketch (above
+    metric_values: np.ndarray = None   # METRIC_MAX_DIM): U (d×r) and λ (r)
 
     @property
     def converged(self):
@@ -115,8 +123,9 @@ class ADMM:
                                  server=float(np.mean(rho))))
         self.P, self.n, self.eps = regularizer, len(names), eps
         self.max_iter = max_iter
-        self.metric = (isinstance(regularizer, (Zero, SquaredL2))    # (18) stays exact
-                       and (dim is None or dim <= METRIC_MAX_DIM))
+        exact = isinstance(regularizer, (Zero, SquaredL2))          # (18) stays exact
+        self.metric = exact and (dim is None or dim <= METRIC_MAX_DIM)
+        self.sketch = exact and not self.metric
         self._eigen = None     # (metric, λ, Q): Σᵢ JᵢᵀJᵢ = Q diag(λ) Qᵀ, this subproblem
         self.local = {"local_max_iter": int(local_max_iter),
                       "local_hessian": local_solver == "newton",
@@ -132,6 +141,12 @@ class ADMM:
         cold = previous is None
         payload = {"gamma": self.gamma(beta), "cold": cold, "metric": self.metric,
                    **self.local}
+        if self.sketch and cold:
+            payload["count_rows"] = True
+        elif self.sketch and previous.rows:
+            k = min(int(previous.rows) + SKETCH_OVERSAMPLING, previous.wk.size)
+            if k <= SKETCH_MAX_COLUMNS:
+                payload["sketch"] = random_sketch(previous.wk.size, k)
         per_client = ({n: {"rho": r} for n, r in self.initial_rho.items()} if cold
                       else {})
         per_client["server"] = dict(per_client.get("server", {}), gamma=0.0)
@@ -143,20 +158,41 @@ class ADMM:
         (:class:`~constrfl.settings.ADMMSettings`)."""
         if eta not in (None, beta):
             raise ValueError(f"the ADMM's proximal term has eta = beta, got {eta!r}")
-        metric = sums.get("metric")
+        metric, sketch = sums.get("metric"), sums.get("metric_sketch")
+        rows = sums.get("constraint_rows", None if previous is None else previous.rows)
+        basis = values = None
+        if sketch is not None and np.any(sketch):       # (sums arrive flat: d×k)
+            Y = np.reshape(sketch, (wk.size, -1))
+            basis, values = nystrom(Y, random_sketch(*Y.shape))
         return ADMMState(wk=wk, tau=tau, w=wk, Rv=sums["Rv"], rho=sums["rho"],
-                         metric=metric if metric is not None and np.any(metric) else None)
+                         metric=metric if metric is not None and np.any(metric) else None,
+                         rows=rows, metric_basis=basis, metric_values=values)
 
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
         Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when no block has a metric, else the linear
         system (bI + M)w = Σᵢ Rᵢvᵢ + γwᵏ, b = σ + ∇²P (P is zero or a ridge: the metric is
         only asked for then) and M = Σᵢ JᵢᵀJᵢ, by M's eigendecomposition (one a
-        subproblem), refined once."""
+        subproblem; from the sketch, M = U diag(λ) Uᵀ of rank r ≤ m, the system by
+        Woodbury), refined once."""
         sigma = s.rho + gamma
-        if s.metric is None:
+        if s.metric is None and s.metric_basis is None:
             return self.P.prox((s.Rv + gamma * s.wk) / sigma, 1.0 / sigma)
         b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0)
+        if s.metric is None:
+            U, lam = s.metric_basis, s.metric_values
+
+            def M_times(x):
+                return U @ (lam * (U.T @ x))
+
+            def solve(r):          # (bI + UΛUᵀ)⁻¹r, b a scalar or a diagonal (Woodbury)
+                Ur = U.T @ (r / b)
+                inner = np.diag(1.0 / lam) + U.T @ (U / np.reshape(b, (-1, 1)))
+                return r / b - (U @ np.linalg.solve(inner, Ur)) / b
+
+            rhs = s.Rv + gamma * s.wk
+            w = solve(rhs)
+            return w + solve(rhs - b * w - M_times(w))
         M = unpack_upper(s.metric, s.wk.size)
         if np.ndim(b):                     # a weighted ridge: bI + M has no shared basis
             system = M + np.diag(b)
@@ -198,3 +234,25 @@ class ADMM:
             s.done = s.converged
         s.done = True
         return s.w, s.converged
+
+
+def random_sketch(d, k):
+    """The sketch's Ω: the orthonormal Q of a d×k Gaussian matrix (fixed seed: the same
+    Ω for the blocks' sketches and for :func:`nystrom`)."""
+    return np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
+
+
+def nystrom(Y, Omega):
+    """``(U, λ)`` with A = U diag(λ) Uᵀ from the sketch Y = AΩ of a PSD A (λ > 0 only):
+    the stabilized Nyström approximation (Tropp, Yurtsever, Udell & Cevher, SIAM J.
+    Matrix Anal. Appl. 2017, Alg. 3), exact up to rounding when rank A < k or k = d, as
+    here (rank ΣJᵢᵀJᵢ ≤ m, k = min(m + 8, d))."""
+    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2)
+    Y_nu = Y + nu * Omega
+    B = Omega.T @ Y_nu
+    C = np.linalg.cholesky((B + B.T) / 2)
+    E = np.linalg.solve(C, Y_nu.T).T                  # Y_nu C⁻ᵀ
+    U, sigma, _ = np.linalg.svd(E, full_matrices=False)
+    lam = sigma ** 2 - nu
+    keep = lam > nu * Y.shape[1]
+    return U[:, keep], lam[keep]
