@@ -59,7 +59,7 @@ def simulate(problem, *args, backend="inmemory", state_dir=None,
     each site would tell its user, ``simulate`` reads them from the sites' states.)
 
     backend : ``"inmemory"`` — a :class:`~.grid.LocalGrid` in this process (every
-        message and reply through Flower's serialization; no Ray, no sockets) — or
+        message and reply a copy; no Ray, no sockets; Flower's public API only) — or
         ``"ray"`` — Flower's simulation engine (``flwr[simulation]``), ClientApps in
         Ray actors.
     state_dir : the sites' state directory (default: a temporary one, removed after).
