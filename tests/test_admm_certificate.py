@@ -6,7 +6,7 @@ the server computed from the blocks' uploads (whatever penalties ρᵢ the block
 and that is at most τ_k; only the last ADMM call may instead stop early on the final
 KKT test, certificate + ‖w^{k+1} − wᵏ‖∞/β ≤ ε₁.  With a quadratic P the blocks'
 penalties ρᵢI + JᵢᵀJᵢ carry their active constraints' Gauss-Newton curvature (the
-w-step one linear solve); with L1 they are scalar."""
+w-step one linear solve; with L1 a Newton on its k-dimensional dual, exact at its end)."""
 import numpy as np
 import pytest
 
@@ -46,7 +46,7 @@ def test_stop_rule_bounds_subproblem_stationarity(penalty, monkeypatch):
                    callback=states.append)
     assert res.status == "optimal"
     assert len(states) >= 3
-    assert (sum(metric_rows) > 0) == (penalty == "ridge")      # the metric is in play
+    assert sum(metric_rows) > 0                          # the metric is in play
 
     for s in states:
         w, wk, beta, tau = s["w"], s["w_prev"], s["beta"], s["tau"]

@@ -12,7 +12,7 @@ from constrfl.federation import inprocess
 from constrfl.solvers.admm import nystrom, random_sketch
 
 
-def wide_np(d=40, n=4, seed=5):
+def wide_np(d=40, n=4, seed=5, regularizer=prox.SquaredL2(0.05)):
     """NP over n clients with d > m + 8 (m = n + 1 constraint rows): a low-rank metric."""
     rng = np.random.default_rng(seed)
     clients = []
@@ -24,7 +24,7 @@ def wide_np(d=40, n=4, seed=5):
             constraints=[fn.LogisticLoss(X[y == 1], np.ones(int(y.sum()))) - 0.4]))
     Xs = np.c_[rng.standard_normal((30, d - 1)), np.ones(30)]
     server = cf.Server(constraints=[fn.LogisticLoss(Xs, np.ones(30)) - 0.6])
-    return cf.Problem(clients, server=server, regularizer=prox.SquaredL2(0.05))
+    return cf.Problem(clients, server=server, regularizer=regularizer)
 
 
 def test_nystrom_recovers_a_sum_of_low_rank_terms():
@@ -103,3 +103,35 @@ def test_the_sketched_w_step_solves_the_metric_system(weights):
     w = solver.w_step(s, gamma=0.2)
     b = 0.7 + 0.2 + lam_ridge
     assert np.allclose(b * w + J.T @ (J @ w), s.Rv + 0.2 * s.wk, rtol=0, atol=1e-12)
+
+
+def test_the_l1_metric_step_is_the_problem_s_minimizer():
+    """argmin λ‖w‖₁ + σ/2‖w‖² + ½‖Aᵀw‖² − rᵀw (A = UΛ^½) against cvxpy, and its own
+    optimality residual at rounding level."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    d, k, lam1, sigma = 60, 5, 1.5, 0.7
+    U = np.linalg.qr(rng.standard_normal((d, k)))[0]
+    lam = rng.uniform(1.0, 100.0, k)
+    r = 3.0 * rng.standard_normal(d)
+    w = admm.metric_prox_step(prox.L1(lam1), r, sigma, U, lam)
+    A = U * np.sqrt(lam)
+    x = cp.Variable(d)
+    cp.Problem(cp.Minimize(lam1 * cp.norm1(x) + sigma / 2 * cp.sum_squares(x)
+                           + 0.5 * cp.sum_squares(A.T @ x) - r @ x)).solve()
+    assert 0 < np.count_nonzero(w) < d                        # the kink is exercised
+    assert np.abs(w - x.value).max() <= 1e-6
+    g = sigma * w + A @ (A.T @ w) - r
+    residual = np.where(w != 0, np.abs(g + lam1 * np.sign(w)), np.maximum(np.abs(g) - lam1, 0))
+    assert residual.max() <= 1e-12
+
+
+def test_with_l1_the_sketched_metric_gives_the_dense_metric_s_solve(monkeypatch):
+    problem = wide_np(regularizer=prox.L1(0.02))
+    dense = cf.solve(problem, inner="admm", tol=1e-6)
+    monkeypatch.setattr(admm, "METRIC_MAX_DIM", 10)
+    sketched = cf.solve(problem, inner="admm", tol=1e-6)
+    assert dense.status == sketched.status == "optimal"
+    assert sketched.rounds == dense.rounds
+    assert np.abs(sketched.w - dense.w).max() <= 1e-9
+    assert np.any(sketched.w == 0) and cf.certify(problem, sketched).ok

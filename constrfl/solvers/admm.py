@@ -37,7 +37,8 @@ sees only Σᵢ): its stationarity share eᵢ, Rᵢvᵢ with vᵢ = uᵢ + Rᵢ�
   the gradients at wᵏ of its equalities and the inequalities it expects active: the
   Gauss-Newton curvature β∇c∇cᵀ of its AL term, far stiffer than the rest of φᵢ, which
   no scalar ρᵢ matches.  Fixed within a subproblem; none in the first (multipliers still
-  zero); only for P zero or a ridge, where (18) stays exact as one linear solve.  Up
+  zero); only for P zero, a ridge or L1, where (18) stays exact: one linear solve, or
+  with L1 a finite Newton on its dual in ℝʳ, r = rank ΣJᵢᵀJᵢ (:func:`metric_prox_step`).  Up
   to d = ``METRIC_MAX_DIM`` each block sends the d(d+1)/2 sums of JᵢᵀJᵢ once a
   subproblem; above, the sketch JᵢᵀJᵢΩ of k = min(m + 8, d) columns (m = Σᵢ constraint
   rows, counted once), whose sum gives ΣJᵢᵀJᵢ = U diag(λ) Uᵀ exactly (rank ≤ m:
@@ -65,10 +66,11 @@ import numpy as np
 
 from ..errors import NonFiniteIterate
 from ..messages import MessageType as M, unpack_upper
-from ..prox import SquaredL2, Zero
+from ..prox import L1, SquaredL2, Zero
 from ..records import saved_as
 
-__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "nystrom", "random_sketch"]
+__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "nystrom", "random_sketch",
+           "metric_prox_step"]
 
 #: the penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ as their sum, a d×d matrix sent once a subproblem
 #: as d(d+1)/2 sums, up to this d; above it as a sketch (ΣJᵢᵀJᵢ)Ω of k columns
@@ -76,6 +78,8 @@ METRIC_MAX_DIM = 1000
 #: the sketch's columns beyond the number m of constraint rows (rank ΣJᵢᵀJᵢ ≤ m; at most
 #: d columns), and their most: with more the blocks keep scalar ρᵢ
 SKETCH_OVERSAMPLING, SKETCH_MAX_COLUMNS = 8, 256
+#: Newton steps of :func:`metric_prox_step` at most (it ends when the active set holds)
+METRIC_PROX_STEPS = 100
 
 
 @saved_as("admm-state")
@@ -123,7 +127,7 @@ class ADMM:
                                  server=float(np.mean(rho))))
         self.P, self.n, self.eps = regularizer, len(names), eps
         self.max_iter = max_iter
-        exact = isinstance(regularizer, (Zero, SquaredL2))          # (18) stays exact
+        exact = isinstance(regularizer, (Zero, SquaredL2, L1))      # (18) stays exact
         self.metric = exact and (dim is None or dim <= METRIC_MAX_DIM)
         self.sketch = exact and not self.metric
         self._eigen = None     # (metric, λ, Q): Σᵢ JᵢᵀJᵢ = Q diag(λ) Qᵀ, this subproblem
@@ -174,10 +178,12 @@ class ADMM:
         system (bI + M)w = Σᵢ Rᵢvᵢ + γwᵏ, b = σ + ∇²P (P is zero or a ridge: the metric is
         only asked for then) and M = Σᵢ JᵢᵀJᵢ, by M's eigendecomposition (one a
         subproblem; from the sketch, M = U diag(λ) Uᵀ of rank r ≤ m, the system by
-        Woodbury), refined once."""
+        Woodbury), refined once.  With P = λ‖·‖₁: :func:`metric_prox_step`."""
         sigma = s.rho + gamma
         if s.metric is None and s.metric_basis is None:
             return self.P.prox((s.Rv + gamma * s.wk) / sigma, 1.0 / sigma)
+        if isinstance(self.P, L1):
+            return metric_prox_step(self.P, s.Rv + gamma * s.wk, sigma, *self._factor(s))
         b = sigma + (self.P.lam if isinstance(self.P, SquaredL2) else 0.0)
         if s.metric is None:
             U, lam = s.metric_basis, s.metric_values
@@ -211,6 +217,17 @@ class ADMM:
         # one step of iterative refinement: the certificate is exact only to the
         # w-step's own residual
         return w + solve(rhs - b * w - M @ w)
+
+    def _factor(self, s):
+        """``(U, λ)``, M = Σᵢ JᵢᵀJᵢ = U diag(λ) Uᵀ with λ > 0: the sketch's factor, or the
+        dense M's eigendecomposition (one a subproblem) without its null space."""
+        if s.metric is None:
+            return s.metric_basis, s.metric_values
+        if self._eigen is None or self._eigen[0] is not s.metric:
+            self._eigen = (s.metric, *np.linalg.eigh(unpack_upper(s.metric, s.wk.size)))
+        _, lam, Q = self._eigen
+        keep = lam > np.finfo(float).eps * lam.size * max(float(lam[-1]), 0.0)
+        return Q[:, keep], lam[keep]
 
     def run(self, fed, s, beta, kkt_met=None):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
@@ -256,3 +273,34 @@ def nystrom(Y, Omega):
     lam = sigma ** 2 - nu
     keep = lam > nu * Y.shape[1]
     return U[:, keep], lam[keep]
+
+
+def metric_prox_step(P, r, sigma, U, lam):
+    """argmin_w P(w) + σ/2‖w‖² + ½wᵀUΛUᵀw − rᵀw for P = λ‖·‖₁ (separable, its prox's
+    generalized derivative a 0/1 diagonal D), through its dual in y ∈ ℝᵏ, A = UΛ^½:
+    w(y) = prox_{P/σ}((r − Ay)/σ) and y the minimizer of the strongly convex
+    φ(y) = ½‖y‖² − min_w [P(w) + σ/2‖w‖² − (r − Ay)ᵀw], ∇φ(y) = y − Aᵀw(y), a piecewise
+    linear map.  Newton (the generalized Hessian I + AᵀDA/σ) with backtracking on φ ends
+    where a full step keeps D: there w(y) solves the problem up to rounding."""
+    A = U * np.sqrt(lam)
+
+    def at(y):
+        v = r - A @ y
+        w = P.prox(v / sigma, 1.0 / sigma)
+        return w, 0.5 * (y @ y) - (P.value(w) + 0.5 * sigma * (w @ w) - v @ w), y - A.T @ w
+
+    y = np.zeros(A.shape[1])
+    w, phi, F = at(y)
+    for _ in range(METRIC_PROX_STEPS):
+        D = w != 0
+        step = -np.linalg.solve(np.eye(y.size) + A[D].T @ A[D] / sigma, F)
+        t = 1.0
+        while True:
+            w_t, phi_t, F_t = at(y + t * step)
+            if phi_t <= phi + 1e-4 * t * (F @ step) or t < 1e-12:
+                break
+            t *= 0.5
+        y, w, phi, F = y + t * step, w_t, phi_t, F_t
+        if t == 1.0 and np.array_equal(w != 0, D):
+            break
+    return w
