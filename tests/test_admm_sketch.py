@@ -76,11 +76,11 @@ def test_the_sketched_metric_gives_the_dense_metric_s_solve(monkeypatch):
 
 
 def test_without_the_sketch_the_blocks_keep_scalar_penalties(monkeypatch):
-    """More constraint rows than SKETCH_MAX_COLUMNS: no sketch, and no block forms a
+    """A sketch beyond SKETCH_MAX_ENTRIES: no sketch, and no block forms a
     metric the server would not know (the rounds of scalar ρᵢ)."""
     problem = wide_np()
     monkeypatch.setattr(admm, "METRIC_MAX_DIM", 10)
-    monkeypatch.setattr(admm, "SKETCH_MAX_COLUMNS", 3)
+    monkeypatch.setattr(admm, "SKETCH_MAX_ENTRIES", 3 * 40)
     seen = sent_fields(monkeypatch)
     res = cf.solve(problem, inner="admm", tol=1e-6)
     assert "metric_sketch" not in seen and res.status == "optimal"

@@ -76,8 +76,10 @@ __all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "nystrom", "random_sketch",
 #: as d(d+1)/2 sums, up to this d; above it as a sketch (ΣJᵢᵀJᵢ)Ω of k columns
 METRIC_MAX_DIM = 1000
 #: the sketch's columns beyond the number m of constraint rows (rank ΣJᵢᵀJᵢ ≤ m; at most
-#: d columns), and their most: with more the blocks keep scalar ρᵢ
-SKETCH_OVERSAMPLING, SKETCH_MAX_COLUMNS = 8, 256
+#: d columns), and its most entries, k·d: the dense metric's largest upload (beyond it,
+#: e.g. k = 29 at d = 10⁶, a block's sketch would be 0.9 GB, the blocks keep scalar ρᵢ)
+SKETCH_OVERSAMPLING = 8
+SKETCH_MAX_ENTRIES = METRIC_MAX_DIM * (METRIC_MAX_DIM + 1) // 2
 #: Newton steps of :func:`metric_prox_step` at most (it ends when the active set holds)
 METRIC_PROX_STEPS = 100
 
@@ -149,7 +151,7 @@ class ADMM:
             payload["count_rows"] = True
         elif self.sketch and previous.rows:
             k = min(int(previous.rows) + SKETCH_OVERSAMPLING, previous.wk.size)
-            if k <= SKETCH_MAX_COLUMNS:
+            if k * previous.wk.size <= SKETCH_MAX_ENTRIES:
                 payload["sketch"] = random_sketch(previous.wk.size, k)
         per_client = ({n: {"rho": r} for n, r in self.initial_rho.items()} if cold
                       else {})
