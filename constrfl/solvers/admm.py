@@ -177,10 +177,10 @@ class ADMM:
     def w_step(self, s, gamma):
         """(18) with the penalties Rᵢ = ρᵢI + JᵢᵀJᵢ: w = argmin P + γ/2‖· − wᵏ‖² +
         Σᵢ ½‖· − vᵢ‖²_Rᵢ; the prox of P when no block has a metric, else the linear
-        system (bI + M)w = Σᵢ Rᵢvᵢ + γwᵏ, b = σ + ∇²P (P is zero or a ridge: the metric is
-        only asked for then) and M = Σᵢ JᵢᵀJᵢ, by M's eigendecomposition (one a
-        subproblem; from the sketch, M = U diag(λ) Uᵀ of rank r ≤ m, the system by
-        Woodbury), refined once.  With P = λ‖·‖₁: :func:`metric_prox_step`."""
+        system (bI + M)w = Σᵢ Rᵢvᵢ + γwᵏ, b = σ + ∇²P (P zero or a ridge) and
+        M = Σᵢ JᵢᵀJᵢ, by M's eigendecomposition (one a subproblem; from the sketch,
+        M = U diag(λ) Uᵀ of rank r ≤ m, the system by Woodbury), refined once.  With
+        P = λ‖·‖₁: :func:`metric_prox_step`.  (No other P asks for the metric.)"""
         sigma = s.rho + gamma
         if s.metric is None and s.metric_basis is None:
             return self.P.prox((s.Rv + gamma * s.wk) / sigma, 1.0 / sigma)
