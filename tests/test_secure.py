@@ -153,17 +153,19 @@ def test_masks_cancel_over_a_cohort_and_only_there():
 def test_the_mask_stream_is_the_librarys_aes_ctr():
     """PRGᵢⱼ(seq) is AES-256-CTR under the pair's key with the counter starting at
     seq·2⁶⁴, as the library's own CTR mode computes it, bit for bit (the per-pair AES
-    contexts are kept only for speed)."""
+    contexts are kept only for speed): the mask over a cohort of two clients is their
+    pair's stream, + for the client below the other."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
     secrets = [SiteSecret() for _ in range(3)]
     peers = [s.public_bytes() for s in secrets]
     index, keys = pair_keys(secrets[0].private_bytes(), peers)
     masks = Masks(index, keys)
+    assert index == 0
     for seq in (1, 2 ** 40 + 3):
         nonce = seq.to_bytes(8, "big") + bytes(8)
         ctr = Cipher(algorithms.AES(keys[1]), modes.CTR(nonce)).encryptor().update(
             bytes(32 * 9))
-        assert masks.stream(1, seq, 9).tobytes() == ctr
+        assert masks.mask(seq, 9, cohort={0, 1}).tobytes() == ctr
 
 
 def test_a_sum_with_a_client_missing_is_refused():

@@ -156,7 +156,11 @@ class Federation:
         check_payload(payload, message_type=message_type)
         for extra in (per_client or {}).values():
             check_payload(extra, "per-client payload", message_type)
-        names = self.clients if to is None else [c for c in self.clients if c in set(to)]
+        if to is None:
+            names = self.clients
+        else:
+            to = set(to)
+            names = [c for c in self.clients if c in to]
         payloads = {n: payload if not per_client or n not in per_client
                     else {**payload, **per_client[n]} for n in names}
         if self.secure:
@@ -166,7 +170,9 @@ class Federation:
                                  "upload to the others or to the server)")
             if self.peers is None:
                 self._agree_keys()
-            cohort = ({"cohort": np.array([float(self.clients.index(n)) for n in names])}
+            members = set(names)              # (names keep the clients' order)
+            cohort = ({"cohort": np.array([float(i) for i, c in enumerate(self.clients)
+                                           if c in members])}
                       if len(names) < len(self.clients) else {})
             payloads = {n: {**p, **cohort, **({} if n in self.announced
                                               else {"peers": self.peers})}

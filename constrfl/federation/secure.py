@@ -122,11 +122,6 @@ class Masks:
         self.blocks = [None if k is None else Cipher(algorithms.AES(k), modes.ECB()).encryptor()
                        for k in keys]
 
-    def stream(self, j, seq, entries):
-        """PRGᵢⱼ(seq) as ``entries`` ring elements (uint64 limbs)."""
-        raw = self.blocks[j].update(_counter_blocks(seq, entries))
-        return np.frombuffer(raw, dtype=np.uint64).reshape(entries, LIMBS)
-
     def mask(self, seq, entries, cohort=None):
         """Σⱼ ±PRGᵢⱼ(seq) over the other clients j of ``cohort`` (indices; None: all), +
         for j > i, − for j < i, as ``entries`` ring elements: the masks of a message
