@@ -133,10 +133,14 @@ FIELDS = {
 #: the fewest clients a secure sum adds (with two, each could subtract its own upload from
 #: the sum and read the other's; docs/flower.md, "Threat model")
 SECURE_MIN_CLIENTS = 3
-#: what the transport adds to any message's payload: every client's public key for the
-#: secure sum (the first message after the key agreement), and the clients a round
-#: sums over where not all (a baseline's sample), by their index
-TRANSPORT_FIELDS = frozenset({"peers", "cohort"})
+#: the neighbours each client masks its uploads with in a secure sum unless the solve
+#: says (``secure=k``): the ring graph of :func:`constrfl.federation.secure.ring_neighbours`
+#: (the server with fewer clients than this reads only sums; docs/flower.md, "Threat model")
+SECURE_NEIGHBOURS = 4
+#: what the transport adds to any message's payload: every client's public key and the
+#: number of neighbours for the secure sum (the first message after the key agreement),
+#: and the clients a round sums over where not all (a baseline's sample), by their index
+TRANSPORT_FIELDS = frozenset({"peers", "neighbours", "cohort"})
 
 
 #: the keys of an encoded reply's sum fields (:func:`constrfl.federation.runtime.encode_reply`)

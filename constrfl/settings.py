@@ -111,13 +111,21 @@ class TransportSettings(_Record):
     """What every method shares of how the clients' uploads travel."""
 
     #: True: the clients mask their uploads pairwise (secure summation,
-    #: :mod:`constrfl.federation.secure`): the server can read only their sum; needs at
-    #: least 3 clients and costs one round, the key agreement
-    secure: bool = False
+    #: :mod:`constrfl.federation.secure`), each with
+    #: :data:`~constrfl.messages.SECURE_NEIGHBOURS` neighbours; an int k ≥ 2: with k
+    #: (every other client when there are no more): the server, even with fewer than k
+    #: clients' help, can read only their sum; needs at least 3 clients and costs one
+    #: round, the key agreement
+    secure: bool | int = False
 
     def __post_init__(self):
-        if not isinstance(self.secure, bool):
-            raise TypeError(f"secure must be True or False, got {self.secure!r}")
+        if not isinstance(self.secure, int):
+            raise TypeError(f"secure must be True, False or a number of neighbours (an "
+                            f"int), got {self.secure!r}")
+        if not isinstance(self.secure, bool) and self.secure < 2:
+            raise ValueError(f"secure={self.secure}: a client masks with at least 2 "
+                             "neighbours (with one, that neighbour and the server read "
+                             "its upload)")
 
 
 @dataclass(frozen=True)

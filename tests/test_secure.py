@@ -13,7 +13,7 @@ from constrfl.exactsum import add_into, decode, encode
 from constrfl.federation import InProcessFederation
 from constrfl.federation.base import aggregate
 from constrfl.federation.runtime import PartyRuntime
-from constrfl.federation.secure import Masks, SiteSecret, pair_keys
+from constrfl.federation.secure import Masks, SiteSecret, ring_neighbours
 from constrfl.messages import SUMS, LAYOUT, MessageType as M
 from constrfl.parties import PartyContext
 
@@ -34,18 +34,21 @@ def record_uploads(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("method, options", [
-    ("fedproxal", {"inner": "newton"}),
-    ("fedproxal", {"inner": "newton-cg"}),
-    ("fedproxal", {"inner": "admm"}),
-    ("fedavg", {"client_fraction": 0.6, "rounds": 12, "penalty": "quadratic"}),
+@pytest.mark.parametrize("method, options, n, secure", [
+    ("fedproxal", {"inner": "newton"}, 5, True),
+    ("fedproxal", {"inner": "newton-cg"}, 5, True),
+    ("fedproxal", {"inner": "admm"}, 5, True),
+    ("fedavg", {"client_fraction": 0.6, "rounds": 12, "penalty": "quadratic"}, 5, True),
+    ("fedproxal", {"inner": "newton"}, 9, 2),
+    ("fedavg", {"client_fraction": 0.6, "rounds": 12, "penalty": "quadratic"}, 9, 2),
 ])
-def test_secure_solve_is_the_plain_solve_bit_for_bit(method, options):
-    """The masks cancel exactly in the ring: the same iterates, multipliers and
-    statuses, one round more (the key agreement)."""
-    p = np_problem(5, 0.4)
+def test_secure_solve_is_the_plain_solve_bit_for_bit(method, options, n, secure):
+    """The masks cancel exactly in the ring (every client's neighbours, or 2 each on
+    the ring of the round's cohort): the same iterates, multipliers and statuses, one
+    round more (the key agreement)."""
+    p = np_problem(n, 0.4)
     plain = cf.solve(p, method, **options)
-    masked = cf.solve(p, method, secure=True, **options)
+    masked = cf.solve(p, method, secure=secure, **options)
     assert masked.status == plain.status
     assert masked.w.tobytes() == plain.w.tobytes()
     assert masked.rounds == plain.rounds + 1
@@ -122,17 +125,17 @@ def test_a_curious_server_reads_noise_in_each_upload(monkeypatch):
     assert plain.w.tobytes() == res.w.tobytes()
 
 
-def three_clients_masks():
-    secrets = [SiteSecret() for _ in range(3)]
+def clients_masks(n=3, neighbours=2):
+    secrets = [SiteSecret() for _ in range(n)]
     peers = [s.public_bytes() for s in secrets]
-    return [Masks(*pair_keys(s.private_bytes(), peers)) for s in secrets]
+    return [Masks(s.private_bytes(), peers, neighbours) for s in secrets]
 
 
 def test_masks_cancel_over_a_cohort_and_only_there():
     """Three clients' masks for one message sum to zero in the ring; a cohort's masks
     (a baseline's sample) sum to zero over the cohort; two of three leave noise; a
     client's mask is the same for the same message and fresh for another."""
-    clients = three_clients_masks()
+    clients = clients_masks()
     masks = [c.mask(7, 5) for c in clients]
     total = np.zeros_like(masks[0])
     for m in masks:
@@ -142,7 +145,7 @@ def test_masks_cancel_over_a_cohort_and_only_there():
     for m in masks[:2]:
         add_into(partial, m)
     assert partial.any()
-    cohort = {0, 2}
+    cohort = (0, 2)
     a = clients[0].mask(8, 5, cohort)
     add_into(a, clients[2].mask(8, 5, cohort))
     assert not a.any()
@@ -150,22 +153,64 @@ def test_masks_cancel_over_a_cohort_and_only_there():
     assert clients[0].mask(9, 5).tobytes() != masks[0].tobytes()
 
 
+@pytest.mark.parametrize("n", [3, 4, 7, 10])
+@pytest.mark.parametrize("k", [2, 3, 4, 6])
+def test_the_neighbour_ring_is_symmetric_and_k_connected(n, k):
+    """The graph of :func:`ring_neighbours` is symmetric, of degree min(2⌈k/2⌉, n − 1),
+    and stays connected when any 2⌈k/2⌉ − 1 clients are taken out (brute force): the
+    server with fewer clients' help than the degree reads only sums."""
+    graph = {i: set(ring_neighbours(i, n, k)) for i in range(n)}
+    degree = min(2 * -(-k // 2), n - 1)
+    assert all(len(graph[i]) == degree and i not in graph[i] for i in graph)
+    assert all(i in graph[j] for i in graph for j in graph[i])
+    import itertools
+    for out in itertools.combinations(range(n), min(degree - 1, n - 2)):
+        left = set(range(n)) - set(out)
+        seen, todo = set(), [min(left)]
+        while todo:
+            v = todo.pop()
+            if v not in seen:
+                seen.add(v)
+                todo += [u for u in graph[v] if u in left]
+        assert seen == left
+
+
+def test_masks_over_a_sparse_ring_cancel_and_hide_each_upload():
+    """Ten clients with 4 neighbours each: the masks of every message (computed ahead
+    in batches, shorter messages the start of longer ones) sum to zero over all ten and
+    to noise over any nine; each is nonzero."""
+    clients = clients_masks(10, 4)
+    for seq, entries in [(1, 3), (2, 3), (3, 40), (4, 2), (90, 5)]:
+        masks = [c.mask(seq, entries) for c in clients]
+        assert all(m.any() for m in masks)
+        total = np.zeros_like(masks[0])
+        for m in masks:
+            add_into(total, m)
+        assert not total.any()
+        for left_out in range(10):
+            partial = np.zeros_like(masks[0])
+            for i, m in enumerate(masks):
+                if i != left_out:
+                    add_into(partial, m)
+            assert partial.any()
+
+
 def test_the_mask_stream_is_the_librarys_aes_ctr():
-    """PRGᵢⱼ(seq) is AES-256-CTR under the pair's key with the counter starting at
+    """PRGᵢⱼ(seq) is AES-128-CTR under the pair's key with the counter starting at
     seq·2⁶⁴, as the library's own CTR mode computes it, bit for bit (the per-pair AES
-    contexts are kept only for speed): the mask over a cohort of two clients is their
-    pair's stream, + for the client below the other."""
+    contexts and the masks computed ahead are kept only for speed): client 0's mask is
+    the sum of its pairs' streams (both above it), message after message."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-    secrets = [SiteSecret() for _ in range(3)]
-    peers = [s.public_bytes() for s in secrets]
-    index, keys = pair_keys(secrets[0].private_bytes(), peers)
-    masks = Masks(index, keys)
-    assert index == 0
-    for seq in (1, 2 ** 40 + 3):
+    masks = clients_masks()[0]
+    assert masks.index == 0
+    for seq, entries in [(1, 9), (2, 9), (3, 30), (4, 1), (2 ** 40 + 3, 9)]:
         nonce = seq.to_bytes(8, "big") + bytes(8)
-        ctr = Cipher(algorithms.AES(keys[1]), modes.CTR(nonce)).encryptor().update(
-            bytes(32 * 9))
-        assert masks.mask(seq, 9, cohort={0, 1}).tobytes() == ctr
+        expected = np.zeros((entries, 4), dtype=np.uint64)
+        for j in (1, 2):
+            ctr = Cipher(algorithms.AES(masks.pair_key(j)), modes.CTR(nonce)).encryptor()
+            add_into(expected, np.frombuffer(ctr.update(bytes(32 * entries)),
+                                             np.uint64).reshape(entries, 4).copy())
+        assert masks.mask(seq, entries).tobytes() == expected.tobytes()
 
 
 def test_a_sum_with_a_client_missing_is_refused():
@@ -210,9 +255,9 @@ def test_a_resent_message_gets_the_same_masked_reply():
     keys = [rt.call(1, M.SECURE_KEYS, {})["public_key"] for rt in rts]
     peers = np.concatenate(keys)
     first = rts[0].call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
-                                          "peers": peers})
+                                          "peers": peers, "neighbours": 2})
     again = rts[0].call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
-                                          "peers": peers})
+                                          "peers": peers, "neighbours": 2})
     assert again is first
     snap = rts[0].snapshot()
     fresh = PartyRuntime(PartyContext(p.clients[0], p.regularizer),
@@ -228,7 +273,9 @@ def test_secure_needs_three_clients_and_a_federation():
         cf.solve(np_problem(3), "cproxal", secure=True)
     with pytest.raises(ValueError, match="private=False"):
         cf.solve(np_problem(3), secure=True, private=False)
-    with pytest.raises(TypeError, match="secure must be True or False"):
+    with pytest.raises(TypeError, match="secure must be True, False or a number"):
+        cf.solve(np_problem(3), secure=2.0)
+    with pytest.raises(ValueError, match="at least 2 neighbours"):
         cf.solve(np_problem(3), secure=1)
     with pytest.raises(ValueError, match="3 clients a round; client_fraction=0.4 samples 2"):
         cf.solve(np_problem(5), "fedavg", penalty="quadratic", client_fraction=0.4,

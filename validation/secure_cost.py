@@ -9,9 +9,10 @@ the answers are equal bit for bit.
 Cases: NP (30) on breast-cancer-wisconsin at 20 sites (d = 10) with the federated Newton
 and the ADMM (the in-process speed cases); NP on adult at 20 sites (d = 100) with the
 federated Newton (its Hessian triangle: 5,050 entries an upload) and Newton-CG.  Needs
-../shared/data (or $CONSTRFL_DATA).  In one process the n sites' masks are computed one
-after the other: n − 1 AES-CTR streams a site and round, O(n²·E) a round for uploads of
-E entries, where a deployment's sites compute theirs at once.
+../shared/data (or $CONSTRFL_DATA).  ``secure=True``: each site masks with 4 neighbours
+(``--neighbours`` to change).  In one process the n sites' masks are computed one after
+the other: k AES-CTR streams a site and message, O(n·k·E) a round for uploads of E
+entries, where a deployment's sites compute theirs at once.
 """
 from __future__ import annotations
 
@@ -46,17 +47,17 @@ CASES = [("NP breast-cancer, 20 sites, d=10, newton", "bcw", dict(inner="newton"
          ("NP adult, 20 sites, newton-cg", "adult", dict(inner="newton-cg"))]
 
 
-def measure(problem, options, repeats):
+def measure(problem, options, repeats, secure):
     """``(plain, masked, plain seconds, masked seconds)``: medians of ``repeats``
     alternating solves, after one of each (compilation)."""
     times = {False: [], True: []}
     out = {}
     for i in range(repeats + 1):
-        for secure in (False, True):
+        for masked in (False, True):
             t = time.perf_counter()
-            out[secure] = cf.solve(problem, secure=secure, **options)
+            out[masked] = cf.solve(problem, secure=masked and secure, **options)
             if i:
-                times[secure].append(time.perf_counter() - t)
+                times[masked].append(time.perf_counter() - t)
     return out[False], out[True], statistics.median(times[False]), statistics.median(times[True])
 
 
@@ -64,6 +65,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--neighbours", type=int, default=None,
+                    help="secure=k (default: secure=True, 4 neighbours)")
     ap.add_argument("--note", action="append", default=[])
     C.add_output_args(ap, "secure_cost.md")
     a = ap.parse_args(argv)
@@ -71,7 +74,8 @@ def main(argv=None):
     probs = problems(C.data_dir(a.data))
     rows = []
     for label, name, options in CASES:
-        plain, masked, tp, tm = measure(probs[name], options, a.repeats)
+        plain, masked, tp, tm = measure(probs[name], options, a.repeats,
+                                        a.neighbours or True)
         same = masked.w.tobytes() == plain.w.tobytes()
         rows.append([label, f"d={probs[name].dim}", plain.status, plain.rounds, masked.rounds,
                      f"{tp:.3g}", f"{tm:.3g}", f"{tm / tp:.2f}",
@@ -84,9 +88,10 @@ def main(argv=None):
                                 "s plain", "s secure", "ratio", "ms more a round",
                                 "same w bit for bit"], rows))
     text += (f"\nSeconds: the median of {a.repeats} solves each, alternating plain and "
-             "secure, after one of each.  The secure solve has one round more (the key "
-             "agreement); in one process the sites' masks are computed one after the "
-             "other.\n")
+             "secure, after one of each.  Secure: "
+             + (f"`secure={a.neighbours}`" if a.neighbours else "`secure=True` (4 neighbours)")
+             + ".  The secure solve has one round more (the key agreement); in one process "
+             "the sites' masks are computed one after the other.\n")
     C.write(C.output_path(a), text)
 
 

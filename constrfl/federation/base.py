@@ -27,7 +27,8 @@ from ..control import SolveControl
 from ..errors import SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
-from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS, SUMS,
+from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS,
+                        SECURE_NEIGHBOURS, SUMS,
                         MessageType as M, check_payload, floats, wire_bytes)
 
 __all__ = ["Federation", "Traffic", "Sums", "aggregate"]
@@ -116,10 +117,12 @@ class Federation:
     """Base class: ``clients`` (names, in the fixed aggregation order), ``own`` (the
     server party's runtime or None), ``traffic``, and the per-round checks.
 
-    ``secure``: the clients mask their uploads pairwise (:mod:`.secure`): before the
-    first message the federation runs the key agreement (one counted round, each
-    client's public key up), then sends every client the others' public keys with the
-    next message, and each round's cohort where it is not every client; the server's
+    ``secure``: the clients mask their uploads pairwise (:mod:`.secure`), each with
+    ``secure`` neighbours if an int, else :data:`~constrfl.messages.SECURE_NEIGHBOURS`:
+    before the first message the federation runs the key agreement (one counted round,
+    each client's public key up), then sends every client the others' public keys and
+    the number of neighbours with the next message, and each round's cohort where it is
+    not every client; the server's
     own party is not masked (its share is the server's own).  ``snapshots``: a resumed
     solve's, whose ``@secure`` entry holds the public keys (no new agreement)."""
 
@@ -130,9 +133,12 @@ class Federation:
             raise ValueError(f"secure=True needs at least {MIN_CLIENTS} clients (with "
                              f"{len(self.clients)}, a client could subtract its own "
                              "upload from a sum and read the other's)")
-        self.secure = secure
+        self.secure = bool(secure)
         saved = (snapshots or {}).get(SECURE_KEY) or {}
         self.peers = saved.get("peers")
+        #: how many neighbours each client masks with (a resumed solve keeps its own)
+        self.neighbours = saved.get("neighbours", SECURE_NEIGHBOURS if secure is True
+                                    else int(secure))
         #: the clients that have the peers' public keys (a client's first message after
         #: the key agreement brings them)
         self.announced = set(saved.get("announced", ()))
@@ -175,7 +181,8 @@ class Federation:
                                            if c in members])}
                       if len(names) < len(self.clients) else {})
             payloads = {n: {**p, **cohort, **({} if n in self.announced
-                                              else {"peers": self.peers})}
+                                              else {"peers": self.peers,
+                                                    "neighbours": self.neighbours})}
                         for n, p in payloads.items()}
         seq = self.seq + 1
         self.round_what = f"{message_type} to {len(names)} clients"
@@ -230,7 +237,8 @@ class Federation:
         public keys."""
         out = {} if self.own is None else {"server": self.own.snapshot()}
         if self.peers is not None:
-            out[SECURE_KEY] = {"peers": self.peers, "announced": sorted(self.announced)}
+            out[SECURE_KEY] = {"peers": self.peers, "neighbours": self.neighbours,
+                               "announced": sorted(self.announced)}
         return out
 
     def multipliers(self, record="kkt", seq=None):

@@ -19,10 +19,10 @@ from .. import status as st
 from ..errors import PartyError
 from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
                        reported_multipliers, restore_state)
-from ..exactsum import add_into, encode
+from ..exactsum import encode
 from ..messages import (LAYOUT, SUM, SUMS, TRANSPORT_FIELDS, MessageType as M, check_reply,
                         fields_of)
-from .secure import Masks, SiteSecret, keys_as_floats, keys_from_floats, pair_keys
+from .secure import Masks, SiteSecret, keys_as_floats, keys_from_floats
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
@@ -82,8 +82,8 @@ class PartyRuntime:
     ``disclose``: whether this site lets its own values of the *disclosed* fields reach
     the server (``private=False``; default False: only sums leave it).  A client of a
     secure sum (:mod:`.secure`) answers the key agreement itself (``secure.keys``: its
-    public key), keeps its private key and the peers' public keys (``secure`` of its
-    snapshot) and masks the encoded sums of every reply."""
+    public key), keeps its private key, the peers' public keys and how many neighbours
+    it masks with (``secure`` of its snapshot) and masks the encoded sums of every reply."""
 
     def __init__(self, ctx, snapshot=None, disclose=False):
         self.ctx, self.disclose = ctx, disclose
@@ -104,7 +104,8 @@ class PartyRuntime:
             transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
             payload = {k: v for k, v in payload.items() if k not in TRANSPORT_FIELDS}
             if "peers" in transport:
-                self.secure = dict(self.secure, peers=transport["peers"])
+                self.secure = dict(self.secure, peers=transport["peers"],
+                                   neighbours=int(transport["neighbours"]))
                 self._masks = None
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
@@ -130,17 +131,16 @@ class PartyRuntime:
         return self.reply
 
     def _masked(self, seq, sums, cohort):
-        """The encoded sums plus this client's mask for message ``seq``."""
+        """The encoded sums plus this client's mask for message ``seq`` (in place)."""
         if self._masks is None:
-            self._masks = Masks(*pair_keys(keys_from_floats(self.secure["private"])[0],
-                                           keys_from_floats(self.secure["peers"])))
-        members = None if cohort is None else {int(i) for i in cohort}
+            self._masks = Masks(keys_from_floats(self.secure["private"])[0],
+                                keys_from_floats(self.secure["peers"]),
+                                self.secure["neighbours"])
+        members = None if cohort is None else tuple(int(i) for i in cohort)
         if members is not None and self._masks.index not in members:
             raise ValueError("secure sum: asked to answer a round whose cohort leaves "
                              "this client out")
-        out = np.array(sums, dtype=np.uint64)
-        add_into(out, self._masks.mask(seq, out.shape[0], members))
-        return out
+        return self._masks.mask_into(seq, sums, members)
 
     def multipliers(self, record="kkt", seq=None):
         """The multipliers of the party's last KKT share of the kind ``record`` (sent

@@ -5,15 +5,17 @@ the server adds the clients' uploads and learns only their sum.
 * **Key agreement**, once a solve, through the server (one round, ``secure.keys``): each
   client draws an X25519 key pair and sends its public key (a *public* field: it says
   nothing of the client's data); the next message brings every client's public key
-  (``peers``, in the federation's client order), and each client derives, with every
-  other client j, the shared key kᵢⱼ = HKDF-SHA256(X25519(skᵢ, pkⱼ)) (:func:`pair_keys`).
+  (``peers``, in the federation's client order) and the number of neighbours k, and
+  each client derives, with each neighbour j (:func:`ring_neighbours`: the ⌈k/2⌉ clients
+  on each side of it on the ring of the message's cohort, Bell et al., CCS 2020), the
+  shared key kᵢⱼ = HKDF-SHA256(X25519(skᵢ, pkⱼ)) (:meth:`Masks.pair_key`).
 * **Masks**: a client adds to its encoded sums (:mod:`constrfl.exactsum`, the ring
-  Z/2²⁵⁶) Σⱼ ±PRGᵢⱼ(seq), + for j above it in the client order, − below, over the clients
-  j of the message's cohort (all of them but for a baseline's sampled rounds), the PRG
-  AES-256-CTR under kᵢⱼ with the message's sequence number as the high half of its
+  Z/2²⁵⁶) Σⱼ ±PRGᵢⱼ(seq) over its neighbours j in the message's cohort (all clients but
+  for a baseline's sampled rounds), + for j above it in the client order, − below, the
+  PRG AES-128-CTR under kᵢⱼ with the message's sequence number as the high half of its
   counter (:class:`Masks`): uniform, the same bits for a resent message, and cancelling
   exactly in the sum over the cohort — which the server can therefore read, and nothing
-  else.  A sum that misses one client's upload is noise; the server never forms one
+  else (nor can it with fewer than k clients' help: the ring is k-connected).  A sum that misses one client's upload is noise; the server never forms one
   (a round with a client missing ends the solve, ``client_failure``, as without masks).
 * What a dropout reveals: nothing — its round is not summed; the solve ends resumable
   when the client is gone for good (the masks need every client of the cohort; this
@@ -28,12 +30,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exactsum import LIMBS, RING_BYTES, add_signed_into
+from ..exactsum import LIMBS, RING_BYTES, add_into, add_signed_into
 
-__all__ = ["SiteSecret", "pair_keys", "Masks", "KEY_BYTES", "keys_as_floats",
+__all__ = ["SiteSecret", "ring_neighbours", "Masks", "KEY_BYTES", "keys_as_floats",
            "keys_from_floats"]
 
-KEY_BYTES = 32
+KEY_BYTES = 32                  # an X25519 key
+PAIR_KEY_BYTES = 16             # a pair key: AES-128
+#: a client of every round computes the masks of up to this many messages ahead, in at
+#: most this many bytes (:meth:`Masks.mask_into`)
+AHEAD_MESSAGES, AHEAD_BYTES = 64, 1 << 16
 _INFO = b"constrfl secure sum v1"
 
 
@@ -79,61 +85,106 @@ class SiteSecret:
         return self.key.public_key().public_bytes(s.Encoding.Raw, s.PublicFormat.Raw)
 
 
-def pair_keys(private, peers):
-    """``(index, keys)``: this client's index in ``peers`` (the clients' public keys, in
-    the federation's order: its own among them) and kᵢⱼ for each j (None for itself)."""
-    hashes, X25519PrivateKey, X25519PublicKey, _, _, _, HKDF = _crypto()
-    me = SiteSecret(private)
-    own = me.public_bytes()
-    if peers.count(own) != 1:
-        raise ValueError("secure sum: this client's public key is not among the peers "
-                         "(once): the key agreement of another solve?")
-    index = peers.index(own)
-    keys = []
-    for j, public in enumerate(peers):
-        if j == index:
-            keys.append(None)
-            continue
-        shared = me.key.exchange(X25519PublicKey.from_public_bytes(public))
-        keys.append(HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None,
-                         info=_INFO).derive(shared))
-    return index, keys
-
-
-def _counter_blocks(seq, entries):
-    """AES-CTR's counter blocks for message ``seq``: the 128-bit big-endian integers
-    seq·2⁶⁴ + b, b = 0, 1, ... (two 16-byte blocks a ring element)."""
-    blocks = np.empty((entries * RING_BYTES // 16, 2), dtype=">u8")
-    blocks[:, 0] = seq
-    blocks[:, 1] = np.arange(blocks.shape[0])
-    return blocks.tobytes()
+def ring_neighbours(position, size, neighbours):
+    """The positions, in a cohort of ``size`` clients, of those the client at
+    ``position`` shares masks with: the ``⌈neighbours/2⌉`` on each side of it on the ring
+    of the cohort (the circulant Harary graph, Bell et al., CCS 2020, §3; symmetric), or
+    every other client when that is as many.  Its vertex connectivity is the degree: the
+    server together with fewer clients than that still reads only the sum of the others'
+    uploads."""
+    half = -(-neighbours // 2)
+    if 2 * half >= size - 1:
+        return [p for p in range(size) if p != position]
+    return sorted({(position + s) % size for s in range(-half, half + 1) if s})
 
 
 class Masks:
-    """Client ``index``'s masks from its pair keys (:func:`pair_keys`), one AES-256 context
-    per pair kept for the solve.  PRGᵢⱼ(seq) is AES-256-CTR under kᵢⱼ with the counter
-    starting at seq·2⁶⁴ (different messages never share a block): the key stream
-    E_kᵢⱼ(counter block) of :func:`_counter_blocks`, the library's AES applied to them
-    (``tests/test_secure.py`` checks it is the library's CTR stream, bit for bit)."""
+    """A client's masks for one solve, from its private key and every client's public
+    key (``peers``, in the federation's order: its own among them).  The pair key with
+    client j is kᵢⱼ = HKDF-SHA256(X25519(skᵢ, pkⱼ)), derived when j is first a
+    neighbour (:func:`ring_neighbours`) and kept, with its AES-128 context, for the
+    solve.  PRGᵢⱼ(seq) is AES-128-CTR under kᵢⱼ with the counter starting at seq·2⁶⁴
+    (different messages never share a block): the key stream of :meth:`streams`
+    (``tests/test_secure.py`` checks it is the library's CTR
+    stream, bit for bit)."""
 
-    def __init__(self, index, keys):
-        _, _, _, Cipher, algorithms, modes, _ = _crypto()
-        self.index = index
-        self.blocks = [None if k is None else Cipher(algorithms.AES(k), modes.ECB()).encryptor()
-                       for k in keys]
+    def __init__(self, private, peers, neighbours):
+        self.secret = SiteSecret(private)
+        own = self.secret.public_bytes()
+        if peers.count(own) != 1:
+            raise ValueError("secure sum: this client's public key is not among the peers "
+                             "(once): the key agreement of another solve?")
+        self.index, self.peers, self.neighbours = peers.index(own), peers, neighbours
+        self.blocks = {}            # j -> the AES context under kᵢⱼ
+        self.cohorts = {}           # cohort -> (its pairs' AES contexts, their signs)
+        self.ahead = 0, None        # the masks computed ahead: first message, the masks
+
+    def pair_key(self, j):
+        """kᵢⱼ: HKDF-SHA256 of the X25519 secret shared with client j."""
+        hashes, _, X25519PublicKey, _, _, _, HKDF = _crypto()
+        shared = self.secret.key.exchange(X25519PublicKey.from_public_bytes(self.peers[j]))
+        return HKDF(algorithm=hashes.SHA256(), length=PAIR_KEY_BYTES, salt=None,
+                    info=_INFO).derive(shared)
+
+    def pairs(self, cohort):
+        """This client's neighbours in ``cohort`` (a tuple of client indices in the
+        federation's order; None: all clients): their AES contexts and whether each
+        mask is added (j > i) or subtracted."""
+        if cohort not in self.cohorts:
+            _, _, _, Cipher, algorithms, modes, _ = _crypto()
+            members = range(len(self.peers)) if cohort is None else cohort
+            members = list(members)
+            js = [members[p] for p in ring_neighbours(members.index(self.index),
+                                                      len(members), self.neighbours)]
+            for j in js:
+                if j not in self.blocks:
+                    self.blocks[j] = Cipher(algorithms.AES(self.pair_key(j)),
+                                            modes.ECB()).encryptor()
+            self.cohorts[cohort] = ([self.blocks[j] for j in js], np.array(js) > self.index)
+        return self.cohorts[cohort]
+
+    def streams(self, seq, count, entries, cohort):
+        """Σⱼ ±PRGᵢⱼ for the ``count`` messages from ``seq`` on, ``entries`` ring elements
+        each, as a ``(count, entries, 4)`` array: the AES blocks E_kᵢⱼ(s·2⁶⁴ + b),
+        b = 0, 1, ... (two 16-byte blocks a ring element) for each message s."""
+        blocks, plus = self.pairs(cohort)
+        counters = np.empty((count, entries * RING_BYTES // 16, 2), dtype=">u8")
+        counters[:, :, 0] = np.arange(seq, seq + count)[:, None]
+        counters[:, :, 1] = np.arange(counters.shape[1])
+        counters = counters.view(np.uint8).reshape(-1)
+        size = counters.nbytes
+        raw = np.empty((len(blocks), size + 16), dtype=np.uint8)   # (update_into's slack)
+        for row, block in zip(raw, blocks):
+            block.update_into(counters, row)
+        out = np.zeros((count * entries, LIMBS), dtype=np.uint64)
+        add_signed_into(out, raw[:, :size].view(np.uint64).reshape(len(blocks), -1, LIMBS),
+                        plus)
+        return out.reshape(count, entries, LIMBS)
+
+    def mask_into(self, seq, sums, cohort=None):
+        """sums ← sums + Σⱼ ±PRGᵢⱼ(seq) (``sums``: encoded ring elements, ``(entries, 4)``
+        uint64) over this client's neighbours j in ``cohort`` (a tuple of client indices
+        in the federation's order; None: all clients), + for j > i, − for j < i: the
+        masks of a message cancel exactly in the sum over its cohort.
+
+        The masks depend on nothing but the keys and the message's number, so a client
+        of every round computes those of its next messages ahead, in one pass
+        (:data:`AHEAD_BYTES` at most, each as long as the message that asked): a shorter
+        message's mask is the start of a longer one's, a longer one's is computed alone."""
+        entries = sums.shape[0]
+        first, ahead = self.ahead
+        ready = cohort is None and ahead is not None and first <= seq < first + len(ahead)
+        if ready and entries <= ahead.shape[1]:
+            mask = ahead[seq - first, :entries]
+        elif ready or cohort is not None:
+            mask = self.streams(seq, 1, entries, cohort)[0]
+        else:
+            count = max(1, min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES)))
+            self.ahead = seq, self.streams(seq, count, entries, cohort)
+            mask = self.ahead[1][0]
+        add_into(sums, mask)
+        return sums
 
     def mask(self, seq, entries, cohort=None):
-        """Σⱼ ±PRGᵢⱼ(seq) over the other clients j of ``cohort`` (indices; None: all), +
-        for j > i, − for j < i, as ``entries`` ring elements: the masks of a message
-        cancel exactly in the sum over its cohort."""
-        counters = _counter_blocks(seq, entries)
-        pairs = [j for j, block in enumerate(self.blocks)
-                 if block is not None and (cohort is None or j in cohort)]
-        size = len(counters)
-        raw = np.empty((len(pairs), size + 16), dtype=np.uint8)   # (update_into's slack)
-        for row, j in zip(raw, pairs):
-            self.blocks[j].update_into(counters, row)
-        streams = raw[:, :size].view(np.uint64).reshape(len(pairs), entries, LIMBS)
-        out = np.zeros((entries, LIMBS), dtype=np.uint64)
-        add_signed_into(out, streams, np.array(pairs) > self.index)
-        return out
+        """The mask alone (:meth:`mask_into` on zeros)."""
+        return self.mask_into(seq, np.zeros((entries, LIMBS), dtype=np.uint64), cohort)

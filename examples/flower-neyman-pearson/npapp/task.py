@@ -71,7 +71,7 @@ def solve_options(run_config):
     else:
         options = dict(rounds=int(run_config["rounds"]), penalty="quadratic",
                        penalty_weight=float(run_config["penalty-weight"]))
-    return method, float(run_config["tol"]), dict(options, secure=bool(run_config["secure"]))
+    return method, float(run_config["tol"]), dict(options, secure=run_config["secure"])
 
 
 def accepted_statuses(method):
