@@ -111,23 +111,20 @@ def add_signed_into(acc, terms, plus):
     (``terms``: ``(K, n, 4)`` uint64).  Each limb adds its K terms modulo 2⁶⁴ counting
     its carries (signed), which then ripple up once, low limb to high."""
     n = acc.shape[0]
-    carries = np.zeros((n, 4), dtype=np.int64)
+    flat = acc.reshape(-1)                       # (one loop over all limbs: vectorized)
+    carries = np.zeros(flat.size, dtype=np.int64)
     for k in range(terms.shape[0]):
-        term = terms[k]
+        term = terms[k].reshape(-1)
         if plus[k]:
-            for i in range(n):
-                for j in range(4):
-                    a = acc[i, j]
-                    s = a + term[i, j]
-                    carries[i, j] += s < a
-                    acc[i, j] = s
+            for i in range(flat.size):
+                s = flat[i] + term[i]
+                carries[i] += np.int64(s < flat[i])
+                flat[i] = s
         else:
-            for i in range(n):
-                for j in range(4):
-                    a = acc[i, j]
-                    v = term[i, j]
-                    carries[i, j] -= v > a
-                    acc[i, j] = a - v
+            for i in range(flat.size):
+                v = term[i]
+                carries[i] -= np.int64(v > flat[i])
+                flat[i] = flat[i] - v
     for i in range(n):
         c = 0                                    # the carry into limb j, signed
         for j in range(4):
@@ -139,7 +136,7 @@ def add_signed_into(acc, terms, plus):
                 s = a - np.uint64(-c)
                 up = -1 if s > a else 0
             acc[i, j] = s
-            c = carries[i, j] + up
+            c = carries[4 * i + j] + up
 
 
 @numba.njit(cache=True)

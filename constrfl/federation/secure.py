@@ -153,12 +153,11 @@ class Masks:
         counters[:, :, 1] = np.arange(counters.shape[1])
         counters = counters.view(np.uint8).reshape(-1)
         size = counters.nbytes
-        raw = np.empty((len(blocks), size + 16), dtype=np.uint8)   # (update_into's slack)
-        for row, block in zip(raw, blocks):
-            block.update_into(counters, row)
+        raw = np.empty(len(blocks) * size + 16, dtype=np.uint8)    # (update_into's slack)
+        for k, block in enumerate(blocks):
+            block.update_into(counters, raw[k * size:])
         out = np.zeros((count * entries, LIMBS), dtype=np.uint64)
-        add_signed_into(out, raw[:, :size].view(np.uint64).reshape(len(blocks), -1, LIMBS),
-                        plus)
+        add_signed_into(out, raw[:-16].view(np.uint64).reshape(len(blocks), -1, LIMBS), plus)
         return out.reshape(count, entries, LIMBS)
 
     def mask_into(self, seq, sums, cohort=None):
