@@ -137,10 +137,11 @@ SECURE_MIN_CLIENTS = 3
 #: says (``secure=k``): the ring graph of :func:`constrfl.federation.secure.ring_neighbours`
 #: (the server with fewer clients than this reads only sums; docs/flower.md, "Threat model")
 SECURE_NEIGHBOURS = 4
-#: what the transport adds to any message's payload: every client's public key and the
-#: number of neighbours for the secure sum (the first message after the key agreement),
-#: and the clients a round sums over where not all (a baseline's sample), by their index
-TRANSPORT_FIELDS = frozenset({"peers", "neighbours", "cohort"})
+#: what the transport adds to any message's payload: in a secure sum, the mark
+#: ``masked`` (every message), every client's public key and the number of neighbours
+#: (the first message after the key agreement), and the clients a round sums over where
+#: not all (a baseline's sample), by their index
+TRANSPORT_FIELDS = frozenset({"masked", "peers", "neighbours", "cohort"})
 
 
 #: the keys of an encoded reply's sum fields (:func:`constrfl.federation.runtime.encode_reply`)

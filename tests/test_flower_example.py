@@ -88,7 +88,8 @@ def test_example_apps_solve_the_split_data_like_cf_solve(example, tmp_path):
     assert (tmp_path / "result" / "timing.json").is_file()
     assert json.loads((tmp_path / "result" / "run_config.json").read_text())["tol"] == 1e-4
     assert sorted(p.name for p in (tmp_path / "state").iterdir()) == sorted(
-        f"{s}.state.{i}" for s in task.site_names(5) for i in (0, 1))
+        f"{s}{kind}.state.{i}" for s in task.site_names(5) for i in (0, 1)
+        for kind in ("", ".secure"))        # the site's state, its secure sum's keys
     expected = cf.solve(task.problem(tmp_path / "sites", 5, 0.2), inner="newton", tol=1e-4,
                         secure=True)
     assert expected.status == "optimal"

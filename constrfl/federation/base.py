@@ -180,7 +180,7 @@ class Federation:
             cohort = ({"cohort": np.array([float(i) for i, c in enumerate(self.clients)
                                            if c in members])}
                       if len(names) < len(self.clients) else {})
-            payloads = {n: {**p, **cohort, **({} if n in self.announced
+            payloads = {n: {**p, **cohort, "masked": 1, **({} if n in self.announced
                                               else {"peers": self.peers,
                                                     "neighbours": self.neighbours})}
                         for n, p in payloads.items()}

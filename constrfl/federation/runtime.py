@@ -22,7 +22,7 @@ from ..parties import (HANDLERS, init_state, keep_records,   # the party side's 
 from ..exactsum import encode
 from ..messages import (LAYOUT, SUM, SUMS, TRANSPORT_FIELDS, MessageType as M, check_reply,
                         fields_of)
-from .secure import Masks, SiteSecret, keys_as_floats, keys_from_floats
+from .secure import SecureClient
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
 
@@ -87,32 +87,30 @@ class PartyRuntime:
 
     def __init__(self, ctx, snapshot=None, disclose=False):
         self.ctx, self.disclose = ctx, disclose
-        self.secure, self._masks = {}, None     # the secure sum's keys; its Masks
+        self.secure = SecureClient()            # the secure sum's client side
         if snapshot is None:
             self.state, self.seq, self.reply = init_state(ctx.party), 0, None
         else:
             self.state, self.seq, self.reply = (restore_state(snapshot["state"]),
                                                 snapshot["seq"], snapshot["reply"])
-            self.secure = dict(snapshot.get("secure") or {})
+            self.secure = SecureClient(snapshot.get("secure"))
 
     def call(self, seq, message_type, payload):
         if seq == self.seq:
             return self.reply
         try:
             if message_type == M.SECURE_KEYS:
-                return self._agree(seq)
+                self.seq, self.reply = seq, self.secure.agree()
+                return self.reply
             transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
             payload = {k: v for k, v in payload.items() if k not in TRANSPORT_FIELDS}
-            if "peers" in transport:
-                self.secure = dict(self.secure, peers=transport["peers"],
-                                   neighbours=int(transport["neighbours"]))
-                self._masks = None
+            self.secure.announce(transport)
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_reply(message_type, reply, self.disclose)
             reply = encode_reply(message_type, reply)
-            if "peers" in self.secure and SUMS in reply:
-                reply[SUMS] = self._masked(seq, reply[SUMS], transport.get("cohort"))
+            if self.secure.active and SUMS in reply:
+                reply[SUMS] = self.secure.mask(seq, reply[SUMS], transport.get("cohort"))
         except PartyError as err:
             return err.named(self.ctx.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised
@@ -122,25 +120,6 @@ class PartyRuntime:
             return err.named(self.ctx.party.name)
         self.state, self.seq, self.reply = keep_records(self.state, state, seq), seq, reply
         return reply
-
-    def _agree(self, seq):
-        """The key agreement's reply: a fresh key pair for this solve, its public half."""
-        secret = SiteSecret()
-        self.secure, self._masks = {"private": keys_as_floats([secret.private_bytes()])}, None
-        self.seq, self.reply = seq, {"public_key": keys_as_floats([secret.public_bytes()])}
-        return self.reply
-
-    def _masked(self, seq, sums, cohort):
-        """The encoded sums plus this client's mask for message ``seq`` (in place)."""
-        if self._masks is None:
-            self._masks = Masks(keys_from_floats(self.secure["private"])[0],
-                                keys_from_floats(self.secure["peers"]),
-                                self.secure["neighbours"])
-        members = None if cohort is None else tuple(int(i) for i in cohort)
-        if members is not None and self._masks.index not in members:
-            raise ValueError("secure sum: asked to answer a round whose cohort leaves "
-                             "this client out")
-        return self._masks.mask_into(seq, sums, members)
 
     def multipliers(self, record="kkt", seq=None):
         """The multipliers of the party's last KKT share of the kind ``record`` (sent
@@ -152,4 +131,4 @@ class PartyRuntime:
         """The runtime's data (state, last sequence number and reply, and a secure sum's
         keys), for checkpoints."""
         return {"state": self.state, "seq": self.seq, "reply": self.reply,
-                "secure": self.secure}
+                "secure": self.secure.snapshot()}

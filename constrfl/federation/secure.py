@@ -32,8 +32,8 @@ import numpy as np
 
 from ..exactsum import LIMBS, RING_BYTES, add_into, add_signed_into
 
-__all__ = ["SiteSecret", "ring_neighbours", "Masks", "KEY_BYTES", "keys_as_floats",
-           "keys_from_floats"]
+__all__ = ["SiteSecret", "ring_neighbours", "Masks", "SecureClient", "KEY_BYTES",
+           "keys_as_floats", "keys_from_floats"]
 
 KEY_BYTES = 32                  # an X25519 key
 PAIR_KEY_BYTES = 16             # a pair key: AES-128
@@ -187,3 +187,49 @@ class Masks:
     def mask(self, seq, entries, cohort=None):
         """The mask alone (:meth:`mask_into` on zeros)."""
         return self.mask_into(seq, np.zeros((entries, LIMBS), dtype=np.uint64), cohort)
+
+
+class SecureClient:
+    """A client's side of the secure sum, whatever carries its messages (the party
+    runtime in one process, :func:`constrfl.flower.secure_sum_mod` on Flower): a fresh
+    key pair for each solve's key agreement (:meth:`agree`), the peers' public keys and
+    the number of neighbours from the server (:meth:`announce`), and the masks of its
+    encoded sums (:meth:`mask`).  ``saved``: its :meth:`snapshot` (plain data)."""
+
+    def __init__(self, saved=None):
+        self.saved, self._masks = dict(saved or {}), None
+
+    @property
+    def active(self):
+        """Whether the peers are known (the uploads are masked)."""
+        return "peers" in self.saved
+
+    def agree(self):
+        """The key agreement's reply: a fresh key pair for this solve, its public half."""
+        secret = SiteSecret()
+        self.saved, self._masks = {"private": keys_as_floats([secret.private_bytes()])}, None
+        return {"public_key": keys_as_floats([secret.public_bytes()])}
+
+    def announce(self, transport):
+        """Take the peers' public keys and the number of neighbours where ``transport``
+        (the transport fields of a message) brings them."""
+        if "peers" in transport:
+            self.saved = dict(self.saved, peers=transport["peers"],
+                              neighbours=int(transport["neighbours"]))
+            self._masks = None
+
+    def mask(self, seq, sums, cohort=None):
+        """The encoded sums plus this client's mask for message ``seq`` (in place), over
+        the round's ``cohort`` (client indices; None: all)."""
+        if self._masks is None:
+            self._masks = Masks(keys_from_floats(self.saved["private"])[0],
+                                keys_from_floats(self.saved["peers"]),
+                                self.saved["neighbours"])
+        members = None if cohort is None else tuple(int(i) for i in cohort)
+        if members is not None and self._masks.index not in members:
+            raise ValueError("secure sum: asked to answer a round whose cohort leaves "
+                             "this client out")
+        return self._masks.mask_into(seq, sums, members)
+
+    def snapshot(self):
+        return dict(self.saved)

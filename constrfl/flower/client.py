@@ -38,6 +38,7 @@ from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import Client
 from . import codec
+from .secure import secure_sum_mod
 
 __all__ = ["client_app", "DEFAULT_STATE_DIR"]
 
@@ -66,7 +67,8 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
     state_dir : directory of the site-local state files; the node-config key
         ``state-dir`` overrides it; default ``$CONSTRFL_STATE_DIR``, else
         ``~/.cache/constrfl/flower``.
-    mods : Flower mods wrapped around every message (``ClientApp(mods=...)``).
+    mods : Flower mods wrapped around every message (``ClientApp(mods=...)``), inside
+        the secure sum's own (:func:`~.secure.secure_sum_mod`, always the outermost).
     disclose : let this site's own values of the protocol's *disclosed* fields reach
         the server (the compact Hessians of ``inner="newton-basis"``, a solve with
         ``private=False``); default False: the site sends only sums
@@ -74,7 +76,6 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
     """
     if not callable(build_client):
         raise TypeError(f"build_client must be callable, got {type(build_client).__name__}")
-    app = ClientApp(mods=mods)
     contexts, stores = {}, {}          # this process's: per node config, per state file
 
     def party_of(context):
@@ -100,6 +101,10 @@ def client_app(build_client, *, regularizer=None, site_key="site", state_dir=Non
         if path not in stores:
             stores[path] = codec.SiteStore(path)
         return stores[path]
+
+    # the secure sum's mod, outermost: the handler and the user's mods see plain replies
+    app = ClientApp(mods=[secure_sum_mod(lambda context: party_of(context)[1], store_of),
+                          *(mods or [])])
 
     def handler(message_type):
         def handle(msg: Message, context: Context) -> Message:

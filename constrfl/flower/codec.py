@@ -8,15 +8,19 @@
   ``query.al_update__admm_start``).
 * **Payloads.**  A payload (a flat dict of float64 arrays and Python scalars,
   :func:`constrfl.messages.check_payload`) travels as one bytes value (``PAYLOAD``) of
-  the message's one ``ConfigRecord``, beside the protocol's fields (sequence number,
+  the message's ``ConfigRecord`` ``META``, beside the protocol's fields (sequence number,
   constrfl type, the solve's id, the site): a JSON header naming each entry (arrays by
   shape, Python bool, int, float and str scalars by type and value, floats by ``repr``;
   NumPy scalars refused) and the arrays' raw little-endian float64 bytes — bit-exact,
-  NaN payloads, −0.0 and subnormals included.  One record: Flower sends every object of
-  a message (the ``Message``, its ``RecordDict``, each record, each ``Array`` and each of
-  its chunks) with a request of its own at every hop, so a message is 3 objects (7 with an
-  ``ArrayRecord`` of one ``Array`` and two ``ConfigRecord``; 5 + 2 per array with one
-  ``Array`` per array).
+  NaN payloads, −0.0 and subnormals included.  Two parts travel in records of their own,
+  where a Flower mod sees them: a reply's encoded *sums* (``SUMS``, the uint64 limbs of
+  :mod:`constrfl.exactsum`) as the ``Array`` ``"sums"`` of the ``ArrayRecord``
+  ``SUMS_RECORD`` (what :func:`~.secure.secure_sum_mod` masks), and the secure sum's
+  transport fields (the peers' public keys, the number of neighbours, the round's cohort)
+  as the ``ConfigRecord`` ``SECURE_RECORD`` (what it reads).  Flower sends every object
+  of a message (the ``Message``, its ``RecordDict``, each record, each ``Array`` and
+  each of its chunks) with a request of its own at every hop: a broadcast is 3 objects,
+  a reply with sums 6.
 * **Party errors** (a :class:`~constrfl.errors.PartyError`: the site's function
   failed) are an answer, not a transport failure: they travel as the reply's
   ``"error"`` ConfigRecord (status, slot, reason) and become the same PartyError at
@@ -33,15 +37,16 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from flwr.app import ConfigRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
 
 from ..errors import PartyError
 from ..parties import HANDLERS
-from ..messages import MessageType as M
+from ..messages import SUMS, TRANSPORT_FIELDS, MessageType as M
 
 __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",
            "decode_error", "meta", "pack_state", "unpack_state", "state_to_records",
-           "state_from_records", "SiteStore", "LOAD_CLIENT_APP_EXCEPTION",
+           "state_from_records", "SiteStore", "LOAD_CLIENT_APP_EXCEPTION", "SUMS_RECORD",
+           "SECURE_RECORD", "transport", "sums_of", "sums_record",
            "CLIENT_APP_RAISED_EXCEPTION", "NODE_UNAVAILABLE"]
 
 #: the constrfl types that run local optimization (Flower category ``train``) and the
@@ -60,6 +65,9 @@ LOAD_CLIENT_APP_EXCEPTION, CLIENT_APP_RAISED_EXCEPTION, NODE_UNAVAILABLE = 1, 2,
 #: the record of a message (its fields, and its payload's bytes under ``PAYLOAD``) and
 #: of a party's error answer
 META, ERROR, PAYLOAD = "constrfl", "error", "payload"
+#: the records of a reply's encoded sums (an ArrayRecord) and of the secure sum's
+#: transport fields (a ConfigRecord)
+SUMS_RECORD, SECURE_RECORD = "constrfl.sums", "constrfl.secure"
 
 
 def flower_type(message_type):
@@ -133,10 +141,46 @@ def _unpack(blob, at=0):
 
 
 def encode(payload, fields):
-    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...): one
-    ConfigRecord, the fields and the packed payload under ``PAYLOAD``."""
-    return RecordDict({META: ConfigRecord({**fields, PAYLOAD: _pack({"p": payload},
-                                                                    "payload")})})
+    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...): the
+    ConfigRecord ``META`` (the fields and the packed payload under ``PAYLOAD``), and
+    the encoded sums and the secure sum's transport fields in their own records."""
+    rest = {k: v for k, v in payload.items() if k != SUMS and k not in TRANSPORT_FIELDS}
+    records = {META: ConfigRecord({**fields, PAYLOAD: _pack({"p": rest}, "payload")})}
+    if SUMS in payload:
+        records[SUMS_RECORD] = sums_record(payload[SUMS])
+    transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
+    if transport:
+        records[SECURE_RECORD] = ConfigRecord({
+            k: (np.ascontiguousarray(v, dtype="<f8").tobytes() if k == "peers"
+                else [int(i) for i in v] if k == "cohort" else int(v))
+            for k, v in transport.items()})
+    return RecordDict(records)
+
+
+def transport(content):
+    """The secure sum's transport fields of a content (``{}`` without them), as
+    :class:`~constrfl.federation.secure.SecureClient` takes them."""
+    rec = content.get(SECURE_RECORD)
+    if rec is None:
+        return {}
+    out = dict(rec)
+    if "peers" in out:
+        out["peers"] = np.frombuffer(out["peers"], dtype="<f8").astype(np.float64)
+    if "cohort" in out:
+        out["cohort"] = [int(i) for i in out["cohort"]]
+    return out
+
+
+def sums_of(content):
+    """A reply's encoded sums (a writable uint64 array), or None."""
+    rec = content.get(SUMS_RECORD)
+    return None if rec is None else np.array(rec["sums"].numpy(), dtype=np.uint64)
+
+
+def sums_record(sums):
+    """The ArrayRecord of encoded sums (``SUMS_RECORD``): the Array ``"sums"``."""
+    return ArrayRecord(array_dict={
+        "sums": Array.from_numpy_ndarray(np.ascontiguousarray(sums, dtype="<u8"))})
 
 
 def meta(content):
@@ -146,10 +190,16 @@ def meta(content):
 
 
 def decode(content):
-    """The payload dict (or the :class:`PartyError` of an error answer) of a content."""
+    """The payload dict (or the :class:`PartyError` of an error answer) of a content,
+    with its encoded sums; the secure sum's transport fields are :func:`transport`'s
+    (the mod's, not the party's)."""
     if ERROR in content:
         return decode_error(content)
-    return _unpack(content[META][PAYLOAD])[1].get("p", {})
+    payload = _unpack(content[META][PAYLOAD])[1].get("p", {})
+    sums = sums_of(content)
+    if sums is not None:
+        payload[SUMS] = sums
+    return payload
 
 
 def encode_error(err, fields):

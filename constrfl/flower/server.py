@@ -43,7 +43,7 @@ from ..api import solve
 from ..control import positive
 from ..errors import ClientFailure, PartyError, SolveStop
 from ..federation.base import Federation
-from ..messages import SECURE_MIN_CLIENTS
+from ..messages import SECURE_MIN_CLIENTS, MessageType as M
 from ..parties import PartyContext
 from ..federation.runtime import PartyRuntime
 from ..problem import ServerView
@@ -231,8 +231,8 @@ class FlowerFederation(Federation):
                     continue
                 out[n] = value
                 pending.discard(n)
-                if isinstance(value, dict):
-                    self.last_seq[n] = seq
+                if isinstance(value, dict) and message_type != M.SECURE_KEYS:
+                    self.last_seq[n] = seq        # (the key agreement is the mod's)
             if not pending:
                 return out
             if time.monotonic() - start > self.client_timeout:

@@ -1,0 +1,105 @@
+"""Secure aggregation on Flower, in the shape of Flower's own ``secaggplus_mod``: a
+ClientApp mod that answers the secure sum's key agreement itself and masks the encoded
+sums of every reply on their way out; its server-side counterpart is
+:class:`~constrfl.flower.server.FlowerFederation` with ``secure`` (the key agreement round,
+the peers' announcement and each round's cohort in the messages' ``SECURE_RECORD``, the
+refusal of incomplete sums), on by default with 3 sites or more.
+
+The mod (:func:`secure_sum_mod`) sits outermost in every constrfl ClientApp
+(:func:`~constrfl.flower.client_app`), so the site's own code and the user's mods see the
+plain reply; the masking is :class:`~constrfl.federation.secure.SecureClient`'s, the same
+as in one process (``cf.solve(..., secure=True)``).  A message of a secure solve carries
+the ``SECURE_RECORD`` (the ``masked`` mark, and the peers' public keys and the number of
+neighbours once, and the round's cohort where it is not every site); the mod
+
+* answers ``query.secure_keys`` (the key agreement): a fresh X25519 key pair for the
+  solve, its public half up (a resent agreement gets the same key);
+* takes the peers' keys from the record, runs the ClientApp's handler, and adds its
+  masks to the reply's ``"sums"`` array (:data:`~.codec.SUMS_RECORD`): a resent message,
+  answered from the site's cache, gets the same masked reply;
+* keeps its keys in ``context.state`` and in a site-local file beside the site's state
+  (``<site>.secure.state.0|1``), written before a reply leaves: a restarted SuperNode
+  goes on masking with them; a site whose keys are gone answers ``client_error``
+  instead of an unmasked upload.
+"""
+from __future__ import annotations
+
+from flwr.app import Message
+
+from .. import status as st
+from ..errors import PartyError
+from ..federation.secure import SecureClient, SiteSecret, keys_as_floats, keys_from_floats
+from ..messages import MessageType as M
+from . import codec
+
+__all__ = ["secure_sum_mod", "STATE_RECORD"]
+
+#: the record of ``context.state`` holding the mod's keys
+STATE_RECORD = "constrfl.secure"
+
+
+def secure_sum_mod(site_of, store_of):
+    """The Flower mod ``(msg, context, call_next) -> Message`` of a site's secure sum.
+    ``site_of(context)``: the name of the site the node serves; ``store_of(context,
+    name)``: its :class:`~.codec.SiteStore` of that name (the mod's is
+    ``<site>.secure``)."""
+    kept = {}                      # (site, solve) -> [SecureClient, agreement's seq]
+    agreement = codec.flower_type(M.SECURE_KEYS)
+
+    def load(context, site, solve):
+        if (site, solve) not in kept:
+            snapshot, fields = codec.state_from_records(
+                {codec.META: context.state[STATE_RECORD]}
+                if STATE_RECORD in context.state else {})
+            if fields.get("solve") != solve:
+                snapshot, fields = store_of(context, site + ".secure").load()
+            if fields.get("solve") != solve:
+                snapshot = None
+            kept[(site, solve)] = ([SecureClient(), None] if snapshot is None else
+                                   [SecureClient(snapshot["secure"]), snapshot["seq"]])
+        return kept[(site, solve)]
+
+    def save(context, site, solve, entry):
+        blob = codec.pack_state({"state": {}, "reply": None, "secure": entry[0].snapshot(),
+                                 "seq": entry[1] or 0}, {"solve": solve})
+        store_of(context, site + ".secure").save(blob)
+        context.state[STATE_RECORD] = codec.state_to_records(blob)
+
+    def mod(msg, context, call_next):
+        carried = codec.transport(msg.content)
+        kind = msg.metadata.message_type
+        if kind != agreement and not carried:
+            return call_next(msg, context)
+        fields = codec.meta(msg.content)
+        site, solve, seq = site_of(context), fields["solve"], fields["seq"]
+        entry = load(context, site, solve)
+        out = {"seq": seq, "site": site, "solve": solve}
+        if kind == agreement:
+            client = entry[0]
+            if entry[1] == seq and "private" in client.saved:     # a resent agreement
+                secret = SiteSecret(keys_from_floats(client.saved["private"])[0])
+                reply = {"public_key": keys_as_floats([secret.public_bytes()])}
+            else:
+                reply, entry[1] = client.agree(), seq
+                save(context, site, solve, entry)
+            return Message(codec.encode(reply, out), reply_to=msg)
+        client = entry[0]
+        if "peers" in carried:
+            client.announce(carried)
+            save(context, site, solve, entry)
+        reply = call_next(msg, context)
+        if reply.has_error() or codec.ERROR in reply.content:
+            return reply
+        sums = codec.sums_of(reply.content)
+        if sums is None:
+            return reply
+        if not client.active:
+            err = PartyError(st.CLIENT_ERROR, "secure sum",
+                             "this site's keys of the solve are gone (its state directory "
+                             "was lost): it will not send its sums unmasked").named(site)
+            return Message(codec.encode_error(err, out), reply_to=msg)
+        reply.content[codec.SUMS_RECORD] = codec.sums_record(
+            client.mask(seq, sums, carried.get("cohort")))
+        return reply
+
+    return mod
