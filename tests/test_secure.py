@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("cryptography")
 
 import constrfl as cf
-from constrfl.errors import ClientFailure
+from constrfl.errors import ClientFailure, PartyError
 from constrfl.exactsum import add_into, decode, encode
 from constrfl.federation import InProcessFederation
 from constrfl.federation.base import aggregate
@@ -264,6 +264,17 @@ def test_a_resent_message_gets_the_same_masked_reply():
                          {**snap, "seq": 1, "reply": None})
     redo = fresh.call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0})
     assert np.array(redo[SUMS]).tobytes() == np.array(first[SUMS]).tobytes()
+
+
+def test_a_client_without_its_keys_refuses_to_send_plain_sums():
+    """A masked round reaching a runtime that lost its keys (restored without them) is a
+    client_error, never an unmasked upload."""
+    p = np_problem(3, 0.4)
+    rt = PartyRuntime(PartyContext(p.clients[0], p.regularizer))
+    reply = rt.call(1, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
+                                      "masked": 1})
+    assert isinstance(reply, PartyError) and reply.status == "client_error"
+    assert "keys" in str(reply)
 
 
 def test_secure_needs_three_clients_and_a_federation():

@@ -30,6 +30,7 @@ from ..progress import log
 from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS,
                         SECURE_NEIGHBOURS, SUMS,
                         MessageType as M, check_payload, floats, wire_bytes)
+from .secure import SecureServer
 
 __all__ = ["Federation", "Traffic", "Sums", "aggregate"]
 
@@ -117,7 +118,8 @@ class Federation:
     """Base class: ``clients`` (names, in the fixed aggregation order), ``own`` (the
     server party's runtime or None), ``traffic``, and the per-round checks.
 
-    ``secure``: the clients mask their uploads pairwise (:mod:`.secure`), each with
+    ``secure``: the clients mask their uploads pairwise (:mod:`.secure`; the server's
+    side is :class:`~.secure.SecureServer`), each with
     ``secure`` neighbours if an int, else :data:`~constrfl.messages.SECURE_NEIGHBOURS`:
     before the first message the federation runs the key agreement (one counted round,
     each client's public key up), then sends every client the others' public keys and
@@ -133,15 +135,11 @@ class Federation:
             raise ValueError(f"secure=True needs at least {MIN_CLIENTS} clients (with "
                              f"{len(self.clients)}, a client could subtract its own "
                              "upload from a sum and read the other's)")
-        self.secure = bool(secure)
-        saved = (snapshots or {}).get(SECURE_KEY) or {}
-        self.peers = saved.get("peers")
-        #: how many neighbours each client masks with (a resumed solve keeps its own)
-        self.neighbours = saved.get("neighbours", SECURE_NEIGHBOURS if secure is True
-                                    else int(secure))
-        #: the clients that have the peers' public keys (a client's first message after
-        #: the key agreement brings them)
-        self.announced = set(saved.get("announced", ()))
+        #: the secure sum's server side (None: the uploads are not masked)
+        self.secure = (SecureServer(self.clients,
+                                    SECURE_NEIGHBOURS if secure is True else int(secure),
+                                    (snapshots or {}).get(SECURE_KEY))
+                       if secure else None)
         self.own = own
         self.counted = counted
         self.traffic = Traffic()
@@ -174,16 +172,10 @@ class Federation:
                 raise ValueError(f"secure sum refused: a round to {len(names)} clients (at "
                                  f"least {MIN_CLIENTS}: with fewer, a sum shows a client's "
                                  "upload to the others or to the server)")
-            if self.peers is None:
+            if self.secure.peers is None:
                 self._agree_keys()
-            members = set(names)              # (names keep the clients' order)
-            cohort = ({"cohort": np.array([float(i) for i, c in enumerate(self.clients)
-                                           if c in members])}
-                      if len(names) < len(self.clients) else {})
-            payloads = {n: {**p, **cohort, "masked": 1, **({} if n in self.announced
-                                              else {"peers": self.peers,
-                                                    "neighbours": self.neighbours})}
-                        for n, p in payloads.items()}
+            transport = self.secure.transport(names)
+            payloads = {n: {**p, **transport[n]} for n, p in payloads.items()}
         seq = self.seq + 1
         self.round_what = f"{message_type} to {len(names)} clients"
         self.round_started = time.perf_counter()
@@ -198,7 +190,7 @@ class Federation:
                 raise r
         self.seq = seq
         if self.secure:
-            self.announced.update(names)
+            self.secure.delivered(names)
         if self.counted and counted:
             t = self.traffic
             t.rounds += 1
@@ -219,8 +211,8 @@ class Federation:
         for n in self.clients:
             if isinstance(replies[n], SolveStop):
                 raise replies[n]
-        self.seq, self.announced = seq, set()
-        self.peers = np.concatenate([replies[n]["public_key"] for n in self.clients])
+        self.seq = seq
+        self.secure.take_keys(replies)
         if self.counted:
             self.traffic.rounds += 1
             self.traffic.bytes_up += sum(wire_bytes(replies[n]) for n in self.clients)
@@ -236,9 +228,8 @@ class Federation:
         (all of them in-process; only the server's own elsewhere), and a secure sum's
         public keys."""
         out = {} if self.own is None else {"server": self.own.snapshot()}
-        if self.peers is not None:
-            out[SECURE_KEY] = {"peers": self.peers, "neighbours": self.neighbours,
-                               "announced": sorted(self.announced)}
+        if self.secure and self.secure.peers is not None:
+            out[SECURE_KEY] = self.secure.snapshot()
         return out
 
     def multipliers(self, record="kkt", seq=None):

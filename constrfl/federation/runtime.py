@@ -109,7 +109,7 @@ class PartyRuntime:
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_reply(message_type, reply, self.disclose)
             reply = encode_reply(message_type, reply)
-            if self.secure.active and SUMS in reply:
+            if transport.get("masked") and SUMS in reply:
                 reply[SUMS] = self.secure.mask(seq, reply[SUMS], transport.get("cohort"))
         except PartyError as err:
             return err.named(self.ctx.party.name)

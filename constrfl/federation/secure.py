@@ -32,7 +32,7 @@ import numpy as np
 
 from ..exactsum import LIMBS, RING_BYTES, add_into, add_signed_into
 
-__all__ = ["SiteSecret", "ring_neighbours", "Masks", "SecureClient", "KEY_BYTES",
+__all__ = ["SiteSecret", "ring_neighbours", "Masks", "SecureClient", "SecureServer", "KEY_BYTES",
            "keys_as_floats", "keys_from_floats"]
 
 KEY_BYTES = 32                  # an X25519 key
@@ -221,6 +221,9 @@ class SecureClient:
     def mask(self, seq, sums, cohort=None):
         """The encoded sums plus this client's mask for message ``seq`` (in place), over
         the round's ``cohort`` (client indices; None: all)."""
+        if not self.active:
+            raise ValueError("secure sum: this client has no keys of the solve (its state "
+                             "was lost); it will not send its sums unmasked")
         if self._masks is None:
             self._masks = Masks(keys_from_floats(self.saved["private"])[0],
                                 keys_from_floats(self.saved["peers"]),
@@ -233,3 +236,47 @@ class SecureClient:
 
     def snapshot(self):
         return dict(self.saved)
+
+
+class SecureServer:
+    """The server's side of the secure sum (the counterpart of :class:`SecureClient`, as
+    Flower's ``SecAggPlusWorkflow`` is of its ``secaggplus_mod``): the clients' public
+    keys from the key agreement (:meth:`take_keys`), the transport fields each round
+    adds to the payloads (:meth:`transport`: the ``masked`` mark; the peers' keys and the
+    number of neighbours to a client that has not had them; the round's cohort where it
+    is not every client), and its :meth:`snapshot` (a resumed solve keeps its keys: no
+    new agreement).  ``neighbours``: each client's (:func:`ring_neighbours`)."""
+
+    def __init__(self, clients, neighbours, saved=None):
+        saved = saved or {}
+        self.clients = list(clients)
+        self.peers = saved.get("peers")
+        self.neighbours = saved.get("neighbours", neighbours)
+        #: the clients that have the peers' public keys
+        self.announced = set(saved.get("announced", ()))
+
+    def take_keys(self, replies):
+        """The peers from the key agreement's replies (each client's ``public_key``)."""
+        self.peers = np.concatenate([replies[n]["public_key"] for n in self.clients])
+        self.announced = set()
+
+    def transport(self, names):
+        """``{name: transport fields}`` of a round to the clients ``names`` (in the
+        clients' order)."""
+        members = set(names)
+        cohort = ({"cohort": np.array([float(i) for i, c in enumerate(self.clients)
+                                       if c in members])}
+                  if len(names) < len(self.clients) else {})
+        out = {n: {**cohort, "masked": 1,
+                   **({} if n in self.announced
+                      else {"peers": self.peers, "neighbours": self.neighbours})}
+               for n in names}
+        return out
+
+    def delivered(self, names):
+        """The round to ``names`` is answered: they have the peers' keys now."""
+        self.announced.update(names)
+
+    def snapshot(self):
+        return {"peers": self.peers, "neighbours": self.neighbours,
+                "announced": sorted(self.announced)}
