@@ -1,8 +1,8 @@
-"""The secure sum's Flower mod (constrfl.flower.secure_sum_mod): a reply's sums travel in
-an ArrayRecord where a mod sees them; the secure mod, outermost, masks them (a mod inside
-it sees the plain encoding, the ServerApp noise whose sum is the plain sum); a lost key
-agreement reply is resent harmlessly; a site whose keys are gone answers client_error,
-never its plain sums."""
+"""The secure sum's Flower mod (constrfl.flower.secure_sum_mod): a reply's sums travel as
+an entry of its record where a mod sees them; the secure mod, outermost, masks them (a
+mod inside it sees the plain encoding, the ServerApp noise whose sum is the plain sum);
+a lost key agreement reply is resent harmlessly; a site whose keys are gone answers
+client_error, never its plain sums."""
 import numpy as np
 import pytest
 
@@ -22,17 +22,16 @@ from test_flower import assert_same  # noqa: E402
 from test_flower_faults import FAST, NEWTON, NP, SITE, at_message  # noqa: E402
 
 
-def test_the_sums_ride_in_an_array_record_that_the_secure_mod_masks(tmp_path, monkeypatch):
+def test_a_mod_sees_the_sums_and_the_secure_mod_masks_them(tmp_path, monkeypatch):
     p = np_problem(4, 0.4)
     inside = {}                          # (site, seq) -> the sums a mod inside sees
 
     def spy(msg, context, call_next):
         reply = call_next(msg, context)
-        rec = reply.content.get(codec.SUMS_RECORD)
-        if rec is not None:
+        sums = codec.sums_of(reply.content)
+        if sums is not None:
             f = codec.meta(reply.content)
-            assert rec["sums"].dtype == "uint64"
-            inside[(f["site"], f["seq"])] = rec["sums"].numpy().copy()
+            inside[(f["site"], f["seq"])] = sums
         return reply
     server = {}                          # (site, seq) -> the sums the ServerApp receives
     original = FlowerFederation._exchange

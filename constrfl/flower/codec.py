@@ -12,15 +12,17 @@
   constrfl type, the solve's id, the site): a JSON header naming each entry (arrays by
   shape, Python bool, int, float and str scalars by type and value, floats by ``repr``;
   NumPy scalars refused) and the arrays' raw little-endian float64 bytes — bit-exact,
-  NaN payloads, −0.0 and subnormals included.  Two parts travel in records of their own,
-  where a Flower mod sees them: a reply's encoded *sums* (``SUMS``, the uint64 limbs of
-  :mod:`constrfl.exactsum`) as the ``Array`` ``"sums"`` of the ``ArrayRecord``
-  ``SUMS_RECORD`` (what :func:`~.secure.secure_sum_mod` masks), and the secure sum's
-  transport fields (the peers' public keys, the number of neighbours, the round's cohort)
-  as the ``ConfigRecord`` ``SECURE_RECORD`` (what it reads).  Flower sends every object
-  of a message (the ``Message``, its ``RecordDict``, each record, each ``Array`` and
-  each of its chunks) with a request of its own at every hop: a broadcast is 3 objects,
-  a reply with sums 6.
+  NaN payloads, −0.0 and subnormals included.  Two parts travel as entries of their own
+  in that record, where a Flower mod sees them without unpacking anything: a reply's
+  encoded *sums* (``SUMS``, the uint64 limbs of :mod:`constrfl.exactsum`, ``(E, 4)``)
+  as the raw little-endian bytes under ``SUMS_KEY`` (what :func:`~.secure.secure_sum_mod`
+  masks: :func:`sums_of`, :func:`with_sums`), and the secure sum's transport fields (the
+  ``masked`` mark, the peers' public keys, the number of neighbours, the round's cohort)
+  under ``"secure.<name>"`` (what it reads: :func:`transport`).  One record: Flower sends
+  every object of a message (the ``Message``, its ``RecordDict``, each record, each
+  ``Array`` and each of its chunks) with a request of its own at every hop, so a message
+  is 3 objects; the sums as an ``Array`` of an ``ArrayRecord`` made replies 6 objects
+  and the warm path's rounds 0.12–0.25 s slower (measured: docs/flower.md, "Records").
 * **Party errors** (a :class:`~constrfl.errors.PartyError`: the site's function
   failed) are an answer, not a transport failure: they travel as the reply's
   ``"error"`` ConfigRecord (status, slot, reason) and become the same PartyError at
@@ -37,7 +39,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import ConfigRecord, RecordDict
 
 from ..errors import PartyError
 from ..parties import HANDLERS
@@ -45,8 +47,8 @@ from ..messages import SUMS, TRANSPORT_FIELDS, MessageType as M
 
 __all__ = ["flower_type", "known_types", "HELLO", "encode", "decode", "encode_error",
            "decode_error", "meta", "pack_state", "unpack_state", "state_to_records",
-           "state_from_records", "SiteStore", "LOAD_CLIENT_APP_EXCEPTION", "SUMS_RECORD",
-           "SECURE_RECORD", "transport", "sums_of", "sums_record",
+           "state_from_records", "SiteStore", "LOAD_CLIENT_APP_EXCEPTION", "SUMS_KEY",
+           "SECURE_PREFIX", "transport", "sums_of", "with_sums",
            "CLIENT_APP_RAISED_EXCEPTION", "NODE_UNAVAILABLE"]
 
 #: the constrfl types that run local optimization (Flower category ``train``) and the
@@ -65,9 +67,9 @@ LOAD_CLIENT_APP_EXCEPTION, CLIENT_APP_RAISED_EXCEPTION, NODE_UNAVAILABLE = 1, 2,
 #: the record of a message (its fields, and its payload's bytes under ``PAYLOAD``) and
 #: of a party's error answer
 META, ERROR, PAYLOAD = "constrfl", "error", "payload"
-#: the records of a reply's encoded sums (an ArrayRecord) and of the secure sum's
-#: transport fields (a ConfigRecord)
-SUMS_RECORD, SECURE_RECORD = "constrfl.sums", "constrfl.secure"
+#: the record entry of a reply's encoded sums (raw uint64 bytes), and the prefix of the
+#: secure sum's transport fields
+SUMS_KEY, SECURE_PREFIX = "sums", "secure."
 
 
 def flower_type(message_type):
@@ -141,52 +143,51 @@ def _unpack(blob, at=0):
 
 
 def encode(payload, fields):
-    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...): the
-    ConfigRecord ``META`` (the fields and the packed payload under ``PAYLOAD``), and
-    the encoded sums and the secure sum's transport fields in their own records."""
+    """The RecordDict of a payload plus the protocol ``fields`` (seq, type, ...): one
+    ConfigRecord, the fields, the packed payload under ``PAYLOAD``, the encoded sums
+    under ``SUMS_KEY`` and the secure sum's transport fields under ``"secure.<name>"``."""
     rest = {k: v for k, v in payload.items() if k != SUMS and k not in TRANSPORT_FIELDS}
-    records = {META: ConfigRecord({**fields, PAYLOAD: _pack({"p": rest}, "payload")})}
+    record = {**fields, PAYLOAD: _pack({"p": rest}, "payload")}
     if SUMS in payload:
-        records[SUMS_RECORD] = sums_record(payload[SUMS])
-    transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
-    if transport:
-        records[SECURE_RECORD] = ConfigRecord({
-            k: (np.ascontiguousarray(v, dtype="<f8").tobytes() if k == "peers"
-                else [int(i) for i in v] if k == "cohort" else int(v))
-            for k, v in transport.items()})
-    return RecordDict(records)
+        record[SUMS_KEY] = np.ascontiguousarray(payload[SUMS], dtype="<u8").tobytes()
+    for k in sorted(TRANSPORT_FIELDS & payload.keys()):
+        v = payload[k]
+        record[SECURE_PREFIX + k] = (np.ascontiguousarray(v, dtype="<f8").tobytes()
+                                     if k == "peers" else [int(i) for i in v]
+                                     if k == "cohort" else int(v))
+    return RecordDict({META: ConfigRecord(record)})
 
 
 def transport(content):
     """The secure sum's transport fields of a content (``{}`` without them), as
     :class:`~constrfl.federation.secure.SecureClient` takes them."""
-    rec = content.get(SECURE_RECORD)
-    if rec is None:
-        return {}
-    out = dict(rec)
+    rec = content.get(META)
+    out = {} if rec is None else {k[len(SECURE_PREFIX):]: v for k, v in rec.items()
+                                  if k.startswith(SECURE_PREFIX)}
     if "peers" in out:
         out["peers"] = np.frombuffer(out["peers"], dtype="<f8").astype(np.float64)
-    if "cohort" in out:
-        out["cohort"] = [int(i) for i in out["cohort"]]
     return out
 
 
 def sums_of(content):
-    """A reply's encoded sums (a writable uint64 array), or None."""
-    rec = content.get(SUMS_RECORD)
-    return None if rec is None else np.array(rec["sums"].numpy(), dtype=np.uint64)
+    """A reply's encoded sums (a writable ``(E, 4)`` uint64 array), or None."""
+    rec = content.get(META)
+    if rec is None or SUMS_KEY not in rec:
+        return None
+    return np.frombuffer(rec[SUMS_KEY], dtype="<u8").reshape(-1, 4).astype(np.uint64)
 
 
-def sums_record(sums):
-    """The ArrayRecord of encoded sums (``SUMS_RECORD``): the Array ``"sums"``."""
-    return ArrayRecord(array_dict={
-        "sums": Array.from_numpy_ndarray(np.ascontiguousarray(sums, dtype="<u8"))})
+def with_sums(content, sums):
+    """Replace a reply's encoded sums by ``sums`` (the same layout), in place."""
+    content[META][SUMS_KEY] = np.ascontiguousarray(sums, dtype="<u8").tobytes()
 
 
 def meta(content):
     """The protocol fields of a content RecordDict (empty if it has none)."""
     rec = content.get(META)
-    return {} if rec is None else {k: v for k, v in rec.items() if k != PAYLOAD}
+    return {} if rec is None else {k: v for k, v in rec.items()
+                                   if k not in (PAYLOAD, SUMS_KEY)
+                                   and not k.startswith(SECURE_PREFIX)}
 
 
 def decode(content):

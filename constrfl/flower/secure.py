@@ -2,20 +2,21 @@
 ClientApp mod that answers the secure sum's key agreement itself and masks the encoded
 sums of every reply on their way out; its server-side counterpart is
 :class:`~constrfl.flower.server.FlowerFederation` with ``secure`` (the key agreement round,
-the peers' announcement and each round's cohort in the messages' ``SECURE_RECORD``, the
+the peers' announcement and each round's cohort in the messages' ``secure.*`` fields, the
 refusal of incomplete sums), on by default with 3 sites or more.
 
 The mod (:func:`secure_sum_mod`) sits outermost in every constrfl ClientApp
 (:func:`~constrfl.flower.client_app`), so the site's own code and the user's mods see the
 plain reply; the masking is :class:`~constrfl.federation.secure.SecureClient`'s, the same
 as in one process (``cf.solve(..., secure=True)``).  A message of a secure solve carries
-the ``SECURE_RECORD`` (the ``masked`` mark, and the peers' public keys and the number of
-neighbours once, and the round's cohort where it is not every site); the mod
+``secure.*`` fields in its record (:mod:`.codec`: the ``masked`` mark, the peers' public
+keys and the number of neighbours once, the round's cohort where it is not every site);
+the mod
 
 * answers ``query.secure_keys`` (the key agreement): a fresh X25519 key pair for the
   solve, its public half up (a resent agreement gets the same key);
 * takes the peers' keys from the record, runs the ClientApp's handler, and adds its
-  masks to the reply's ``"sums"`` array (:data:`~.codec.SUMS_RECORD`): a resent message,
+  masks to the reply's encoded sums (the record's ``"sums"`` bytes): a resent message,
   answered from the site's cache, gets the same masked reply;
 * keeps its keys in ``context.state`` and in a site-local file beside the site's state
   (``<site>.secure.state.0|1``), written before a reply leaves: a restarted SuperNode
@@ -98,8 +99,7 @@ def secure_sum_mod(site_of, store_of):
                              "this site's keys of the solve are gone (its state directory "
                              "was lost): it will not send its sums unmasked").named(site)
             return Message(codec.encode_error(err, out), reply_to=msg)
-        reply.content[codec.SUMS_RECORD] = codec.sums_record(
-            client.mask(seq, sums, carried.get("cohort")))
+        codec.with_sums(reply.content, client.mask(seq, sums, carried.get("cohort")))
         return reply
 
     return mod
