@@ -105,8 +105,7 @@ class Masks:
     neighbour (:func:`ring_neighbours`) and kept, with its AES-128 context, for the
     solve.  PRGᵢⱼ(seq) is AES-128-CTR under kᵢⱼ with the counter starting at seq·2⁶⁴
     (different messages never share a block): the key stream of :meth:`streams`
-    (``tests/test_secure.py`` checks it is the library's CTR
-    stream, bit for bit)."""
+    (``tests/test_secure.py`` checks it is the library's CTR stream, bit for bit)."""
 
     def __init__(self, private, peers, neighbours):
         self.secret = SiteSecret(private)
@@ -191,7 +190,7 @@ class Masks:
 
 class SecureClient:
     """A client's side of the secure sum, whatever carries its messages (the party
-    runtime in one process, :func:`constrfl.flower.secure_sum_mod` on Flower): a fresh
+    runtime in one process, :func:`constrfl.flower.secure.secure_sum_mod` on Flower): a fresh
     key pair for each solve's key agreement (:meth:`agree`), the peers' public keys and
     the number of neighbours from the server (:meth:`announce`), and the masks of its
     encoded sums (:meth:`mask`).  ``saved``: its :meth:`snapshot` (plain data)."""
