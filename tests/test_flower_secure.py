@@ -17,7 +17,7 @@ from constrfl.flower import codec, local_grid, simulate  # noqa: E402
 from constrfl.flower.client import client_app  # noqa: E402
 from constrfl.flower.grid import LocalGrid  # noqa: E402
 from constrfl.flower.server import FlowerFederation  # noqa: E402
-from constrfl.messages import SUMS  # noqa: E402
+from constrfl.messages import SUMS, MessageType as M  # noqa: E402
 from test_flower import assert_same  # noqa: E402
 from test_flower_faults import FAST, NEWTON, NP, SITE, at_message  # noqa: E402
 
@@ -59,10 +59,23 @@ def test_a_mod_sees_the_sums_and_the_secure_mod_masks_them(tmp_path, monkeypatch
     assert_same(cf.solve(p, inner="newton", max_outer=2, secure=True), got)
 
 
-def test_a_lost_key_agreement_reply_is_resent_harmlessly(tmp_path):
-    """The key agreement (message 1) answered twice gives one key: the solve is the
-    reference's bit for bit."""
+def test_a_resent_key_agreement_gets_the_same_key(tmp_path):
+    """The mod answers a key agreement it has answered with the same public key (the
+    server keeps the first reply that reaches it), a new agreement with a new one; and
+    a deployment whose agreement reply was lost ends as the reference, bit for bit."""
+    from flwr.app import Context, RecordDict
+    from constrfl.flower.secure import secure_sum_mod
     grid = local_grid(NP, tmp_path)
+    mod = secure_sum_mod(lambda context: SITE, lambda context, name: codec.SiteStore(
+        tmp_path / "mod" / f"{name}.state"))
+    context = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(),
+                      run_config={})
+
+    def key(seq):
+        msg = grid.create_message(codec.encode({}, {"seq": seq, "solve": "s", "prev": 0}),
+                                  codec.flower_type(M.SECURE_KEYS), 1, "")
+        return codec.decode(mod(msg, context, None).content)["public_key"].tobytes()
+    assert key(1) == key(1) != key(2)
     hook = at_message(1, SITE, "drop_reply")
     res = simulate(NP, grid=grid, faults=hook, **NEWTON, **FAST)
     assert hook.hits

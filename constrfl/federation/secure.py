@@ -115,7 +115,7 @@ class Masks:
                              "(once): the key agreement of another solve?")
         self.index, self.peers, self.neighbours = peers.index(own), peers, neighbours
         self.blocks = {}            # j -> the AES context under kᵢⱼ
-        self.cohorts = {}           # cohort -> (its pairs' AES contexts, their signs)
+        self.everyone = None        # the pairs of a round to every client (see pairs)
         self.ahead = 0, None        # the masks computed ahead: first message, the masks
 
     def pair_key(self, j):
@@ -129,18 +129,20 @@ class Masks:
         """This client's neighbours in ``cohort`` (a tuple of client indices in the
         federation's order; None: all clients): their AES contexts and whether each
         mask is added (j > i) or subtracted."""
-        if cohort not in self.cohorts:
-            _, _, _, Cipher, algorithms, modes, _ = _crypto()
-            members = range(len(self.peers)) if cohort is None else cohort
-            members = list(members)
-            js = [members[p] for p in ring_neighbours(members.index(self.index),
-                                                      len(members), self.neighbours)]
-            for j in js:
-                if j not in self.blocks:
-                    self.blocks[j] = Cipher(algorithms.AES(self.pair_key(j)),
-                                            modes.ECB()).encryptor()
-            self.cohorts[cohort] = ([self.blocks[j] for j in js], np.array(js) > self.index)
-        return self.cohorts[cohort]
+        if cohort is None and self.everyone is not None:
+            return self.everyone
+        _, _, _, Cipher, algorithms, modes, _ = _crypto()
+        members = list(range(len(self.peers)) if cohort is None else cohort)
+        js = [members[p] for p in ring_neighbours(members.index(self.index), len(members),
+                                                  self.neighbours)]
+        for j in js:
+            if j not in self.blocks:
+                self.blocks[j] = Cipher(algorithms.AES(self.pair_key(j)),
+                                        modes.ECB()).encryptor()
+        pairs = [self.blocks[j] for j in js], np.array(js) > self.index
+        if cohort is None:          # (kept; a baseline's sample is new each round)
+            self.everyone = pairs
+        return pairs
 
     def streams(self, seq, count, entries, cohort):
         """Σⱼ ±PRGᵢⱼ for the ``count`` messages from ``seq`` on, ``entries`` ring elements
@@ -183,10 +185,6 @@ class Masks:
         add_into(sums, mask)
         return sums
 
-    def mask(self, seq, entries, cohort=None):
-        """The mask alone (:meth:`mask_into` on zeros)."""
-        return self.mask_into(seq, np.zeros((entries, LIMBS), dtype=np.uint64), cohort)
-
 
 class SecureClient:
     """A client's side of the secure sum, whatever carries its messages (the party
@@ -197,11 +195,6 @@ class SecureClient:
 
     def __init__(self, saved=None):
         self.saved, self._masks = dict(saved or {}), None
-
-    @property
-    def active(self):
-        """Whether the peers are known (the uploads are masked)."""
-        return "peers" in self.saved
 
     def agree(self):
         """The key agreement's reply: a fresh key pair for this solve, its public half."""
@@ -220,7 +213,7 @@ class SecureClient:
     def mask(self, seq, sums, cohort=None):
         """The encoded sums plus this client's mask for message ``seq`` (in place), over
         the round's ``cohort`` (client indices; None: all)."""
-        if not self.active:
+        if "peers" not in self.saved:
             raise ValueError("secure sum: this client has no keys of the solve (its state "
                              "was lost); it will not send its sums unmasked")
         if self._masks is None:

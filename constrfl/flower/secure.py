@@ -49,9 +49,8 @@ def secure_sum_mod(site_of, store_of):
 
     def load(context, site, solve):
         if (site, solve) not in kept:
-            snapshot, fields = codec.state_from_records(
-                {codec.META: context.state[STATE_RECORD]}
-                if STATE_RECORD in context.state else {})
+            snapshot, fields = ((None, {}) if STATE_RECORD not in context.state else
+                                codec.unpack_state(context.state[STATE_RECORD]["snapshot"]))
             if fields.get("solve") != solve:
                 snapshot, fields = store_of(context, site + ".secure").load()
             if fields.get("solve") != solve:
@@ -94,12 +93,12 @@ def secure_sum_mod(site_of, store_of):
         sums = codec.sums_of(reply.content)
         if sums is None:
             return reply
-        if not client.active:
-            err = PartyError(st.CLIENT_ERROR, "secure sum",
-                             "this site's keys of the solve are gone (its state directory "
-                             "was lost): it will not send its sums unmasked").named(site)
+        try:
+            masked = client.mask(seq, sums, carried.get("cohort"))
+        except ValueError as exc:          # keys gone: never the plain sums
+            err = PartyError(st.CLIENT_ERROR, "secure sum", str(exc)).named(site)
             return Message(codec.encode_error(err, out), reply_to=msg)
-        codec.with_sums(reply.content, client.mask(seq, sums, carried.get("cohort")))
+        codec.with_sums(reply.content, masked)
         return reply
 
     return mod

@@ -208,9 +208,7 @@ class ADMM:
             def solve(r):
                 return np.linalg.solve(system, r)
         else:
-            if self._eigen is None or self._eigen[0] is not s.metric:
-                self._eigen = (s.metric, *np.linalg.eigh(M))
-            _, lam, Q = self._eigen
+            lam, Q = self._eigen_of(s, M)
 
             def solve(r):
                 return Q @ ((Q.T @ r) / (lam + b))
@@ -220,14 +218,19 @@ class ADMM:
         # w-step's own residual
         return w + solve(rhs - b * w - M @ w)
 
+    def _eigen_of(self, s, M=None):
+        """``(λ, Q)``: M = Σᵢ JᵢᵀJᵢ = Q diag(λ) Qᵀ, once a subproblem."""
+        if self._eigen is None or self._eigen[0] is not s.metric:
+            M = unpack_upper(s.metric, s.wk.size) if M is None else M
+            self._eigen = (s.metric, *np.linalg.eigh(M))
+        return self._eigen[1:]
+
     def _factor(self, s):
         """``(U, λ)``, M = Σᵢ JᵢᵀJᵢ = U diag(λ) Uᵀ with λ > 0: the sketch's factor, or the
-        dense M's eigendecomposition (one a subproblem) without its null space."""
+        dense M's eigendecomposition without its null space."""
         if s.metric is None:
             return s.metric_basis, s.metric_values
-        if self._eigen is None or self._eigen[0] is not s.metric:
-            self._eigen = (s.metric, *np.linalg.eigh(unpack_upper(s.metric, s.wk.size)))
-        _, lam, Q = self._eigen
+        lam, Q = self._eigen_of(s)
         keep = lam > np.finfo(float).eps * lam.size * max(float(lam[-1]), 0.0)
         return Q[:, keep], lam[keep]
 
