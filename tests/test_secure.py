@@ -133,7 +133,7 @@ def mask_of(masks, seq, entries, cohort=None):
 def clients_masks(n=3, neighbours=2):
     secrets = [SiteSecret() for _ in range(n)]
     peers = [s.public_bytes() for s in secrets]
-    return [Masks(s.private_bytes(), peers, neighbours) for s in secrets]
+    return [Masks(s, peers, neighbours) for s in secrets]
 
 
 def test_masks_cancel_over_a_cohort_and_only_there():

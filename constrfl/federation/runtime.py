@@ -102,8 +102,9 @@ class PartyRuntime:
             if message_type == M.SECURE_KEYS:
                 self.seq, self.reply = seq, self.secure.agree()
                 return self.reply
-            transport = {k: payload[k] for k in TRANSPORT_FIELDS if k in payload}
-            payload = {k: v for k, v in payload.items() if k not in TRANSPORT_FIELDS}
+            transport = {k: payload[k] for k in TRANSPORT_FIELDS & payload.keys()}
+            if transport:
+                payload = {k: v for k, v in payload.items() if k not in transport}
             self.secure.announce(transport)
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)

@@ -28,6 +28,7 @@ X25519, HKDF and AES; nothing here is hand-written cryptography.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..exactsum import LIMBS, RING_BYTES, add_into, add_signed_into
@@ -38,8 +39,8 @@ __all__ = ["SiteSecret", "ring_neighbours", "Masks", "SecureClient", "SecureServ
 KEY_BYTES = 32                  # an X25519 key
 PAIR_KEY_BYTES = 16             # a pair key: AES-128
 #: a client of every round computes the masks of up to this many messages ahead, in at
-#: most this many bytes (:meth:`Masks.mask_into`)
-AHEAD_MESSAGES, AHEAD_BYTES = 64, 1 << 16
+#: most this many bytes, when at least AHEAD_LEAST fit (:meth:`Masks.mask_into`)
+AHEAD_MESSAGES, AHEAD_BYTES, AHEAD_LEAST = 64, 1 << 16, 8
 _INFO = b"constrfl secure sum v1"
 
 
@@ -55,6 +56,26 @@ def _crypto():
                                   "pip install cryptography (or constrfl's flower extra)",
                                   name="cryptography") from err
     return hashes, X25519PrivateKey, X25519PublicKey, Cipher, algorithms, modes, HKDF
+
+
+@numba.njit(cache=True)
+def _bswap(x):
+    """The bytes of a uint64 reversed."""
+    out = np.uint64(0)
+    for _ in range(8):
+        out = (out << np.uint64(8)) | (x & np.uint64(0xFF))
+        x >>= np.uint64(8)
+    return out
+
+
+@numba.njit(cache=True)
+def _counters(out, seq):
+    """out[s, b] ← the AES counter (seq + s)·2⁶⁴ + b as 16 big-endian bytes (two words)."""
+    for s in range(out.shape[0]):
+        high = _bswap(np.uint64(seq + s))
+        for b in range(out.shape[1]):
+            out[s, b, 0] = high
+            out[s, b, 1] = _bswap(np.uint64(b))
 
 
 def keys_as_floats(keys):
@@ -99,16 +120,17 @@ def ring_neighbours(position, size, neighbours):
 
 
 class Masks:
-    """A client's masks for one solve, from its private key and every client's public
-    key (``peers``, in the federation's order: its own among them).  The pair key with
+    """A client's masks for one solve, from its key pair (a :class:`SiteSecret`) and
+    every client's public key (``peers``, in the federation's order: its own among
+    them).  The pair key with
     client j is kᵢⱼ = HKDF-SHA256(X25519(skᵢ, pkⱼ)), derived when j is first a
     neighbour (:func:`ring_neighbours`) and kept, with its AES-128 context, for the
     solve.  PRGᵢⱼ(seq) is AES-128-CTR under kᵢⱼ with the counter starting at seq·2⁶⁴
     (different messages never share a block): the key stream of :meth:`streams`
     (``tests/test_secure.py`` checks it is the library's CTR stream, bit for bit)."""
 
-    def __init__(self, private, peers, neighbours):
-        self.secret = SiteSecret(private)
+    def __init__(self, secret, peers, neighbours):
+        self.secret, self.crypto = secret, _crypto()
         own = self.secret.public_bytes()
         if peers.count(own) != 1:
             raise ValueError("secure sum: this client's public key is not among the peers "
@@ -117,10 +139,11 @@ class Masks:
         self.blocks = {}            # j -> the AES context under kᵢⱼ
         self.everyone = None        # the pairs of a round to every client (see pairs)
         self.ahead = 0, None        # the masks computed ahead: first message, the masks
+        self.scratch = np.empty(0, dtype=np.uint8)      # streams' working memory
 
     def pair_key(self, j):
         """kᵢⱼ: HKDF-SHA256 of the X25519 secret shared with client j."""
-        hashes, _, X25519PublicKey, _, _, _, HKDF = _crypto()
+        hashes, _, X25519PublicKey, _, _, _, HKDF = self.crypto
         shared = self.secret.key.exchange(X25519PublicKey.from_public_bytes(self.peers[j]))
         return HKDF(algorithm=hashes.SHA256(), length=PAIR_KEY_BYTES, salt=None,
                     info=_INFO).derive(shared)
@@ -131,7 +154,7 @@ class Masks:
         mask is added (j > i) or subtracted."""
         if cohort is None and self.everyone is not None:
             return self.everyone
-        _, _, _, Cipher, algorithms, modes, _ = _crypto()
+        _, _, _, Cipher, algorithms, modes, _ = self.crypto
         members = list(range(len(self.peers)) if cohort is None else cohort)
         js = [members[p] for p in ring_neighbours(members.index(self.index), len(members),
                                                   self.neighbours)]
@@ -144,45 +167,46 @@ class Masks:
             self.everyone = pairs
         return pairs
 
-    def streams(self, seq, count, entries, cohort):
+    def streams(self, seq, count, entries, cohort, into=None):
         """Σⱼ ±PRGᵢⱼ for the ``count`` messages from ``seq`` on, ``entries`` ring elements
-        each, as a ``(count, entries, 4)`` array: the AES blocks E_kᵢⱼ(s·2⁶⁴ + b),
-        b = 0, 1, ... (two 16-byte blocks a ring element) for each message s."""
+        each, added into ``into`` (a C-contiguous ``(count·entries, 4)`` uint64 array;
+        default zeros) and returned as a ``(count, entries, 4)`` array: the AES blocks
+        E_kᵢⱼ(s·2⁶⁴ + b), b = 0, 1, ... (two 16-byte blocks a ring element) for each
+        message s."""
         blocks, plus = self.pairs(cohort)
-        counters = np.empty((count, entries * RING_BYTES // 16, 2), dtype=">u8")
-        counters[:, :, 0] = np.arange(seq, seq + count)[:, None]
-        counters[:, :, 1] = np.arange(counters.shape[1])
-        counters = counters.view(np.uint8).reshape(-1)
-        size = counters.nbytes
-        raw = np.empty(len(blocks) * size + 16, dtype=np.uint8)    # (update_into's slack)
+        size = count * entries * RING_BYTES
+        need = (len(blocks) + 1) * size + 16                       # (update_into's slack)
+        if self.scratch.size < need:           # (kept: fresh pages cost more than AES)
+            self.scratch = np.empty(need, dtype=np.uint8)
+        counters, raw = self.scratch[:size], self.scratch[size:need]
+        _counters(counters.view(np.uint64).reshape(count, -1, 2), seq)
         for k, block in enumerate(blocks):
             block.update_into(counters, raw[k * size:])
-        out = np.zeros((count * entries, LIMBS), dtype=np.uint64)
+        out = np.zeros((count * entries, LIMBS), dtype=np.uint64) if into is None else into
         add_signed_into(out, raw[:-16].view(np.uint64).reshape(len(blocks), -1, LIMBS), plus)
         return out.reshape(count, entries, LIMBS)
 
     def mask_into(self, seq, sums, cohort=None):
-        """sums ← sums + Σⱼ ±PRGᵢⱼ(seq) (``sums``: encoded ring elements, ``(entries, 4)``
-        uint64) over this client's neighbours j in ``cohort`` (a tuple of client indices
-        in the federation's order; None: all clients), + for j > i, − for j < i: the
-        masks of a message cancel exactly in the sum over its cohort.
+        """sums ← sums + Σⱼ ±PRGᵢⱼ(seq) (``sums``: encoded ring elements, a C-contiguous
+        ``(entries, 4)`` uint64 array) over this client's neighbours j in ``cohort`` (a
+        tuple of client indices in the federation's order; None: all clients), + for
+        j > i, − for j < i: the masks of a message cancel exactly in the sum over its
+        cohort.
 
         The masks depend on nothing but the keys and the message's number, so a client
         of every round computes those of its next messages ahead, in one pass
-        (:data:`AHEAD_BYTES` at most, each as long as the message that asked): a shorter
-        message's mask is the start of a longer one's, a longer one's is computed alone."""
+        (:data:`AHEAD_BYTES` at most, each as long as the message that asked: a shorter
+        message's mask is the start of a longer one's; a longer one starts a new batch);
+        a message too long for :data:`AHEAD_LEAST` of them to fit, or to a cohort, has
+        its mask computed alone."""
         entries = sums.shape[0]
+        count = min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES))
+        if cohort is not None or count < AHEAD_LEAST:
+            return self.streams(seq, 1, entries, cohort, into=sums)[0]
         first, ahead = self.ahead
-        ready = cohort is None and ahead is not None and first <= seq < first + len(ahead)
-        if ready and entries <= ahead.shape[1]:
-            mask = ahead[seq - first, :entries]
-        elif ready or cohort is not None:
-            mask = self.streams(seq, 1, entries, cohort)[0]
-        else:
-            count = max(1, min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES)))
-            self.ahead = seq, self.streams(seq, count, entries, cohort)
-            mask = self.ahead[1][0]
-        add_into(sums, mask)
+        if ahead is None or not first <= seq < first + len(ahead) or entries > ahead.shape[1]:
+            self.ahead = first, ahead = seq, self.streams(seq, count, entries, None)
+        add_into(sums, ahead[seq - first, :entries])
         return sums
 
 
@@ -194,13 +218,19 @@ class SecureClient:
     encoded sums (:meth:`mask`).  ``saved``: its :meth:`snapshot` (plain data)."""
 
     def __init__(self, saved=None):
-        self.saved, self._masks = dict(saved or {}), None
+        self.saved, self._masks, self._secret = dict(saved or {}), None, None
 
     def agree(self):
         """The key agreement's reply: a fresh key pair for this solve, its public half."""
-        secret = SiteSecret()
+        self._secret = secret = SiteSecret()
         self.saved, self._masks = {"private": keys_as_floats([secret.private_bytes()])}, None
         return {"public_key": keys_as_floats([secret.public_bytes()])}
+
+    def secret(self):
+        """This solve's key pair (from the saved private key after a restart)."""
+        if self._secret is None:
+            self._secret = SiteSecret(keys_from_floats(self.saved["private"])[0])
+        return self._secret
 
     def announce(self, transport):
         """Take the peers' public keys and the number of neighbours where ``transport``
@@ -217,7 +247,7 @@ class SecureClient:
             raise ValueError("secure sum: this client has no keys of the solve (its state "
                              "was lost); it will not send its sums unmasked")
         if self._masks is None:
-            self._masks = Masks(keys_from_floats(self.saved["private"])[0],
+            self._masks = Masks(self.secret(),
                                 keys_from_floats(self.saved["peers"]),
                                 self.saved["neighbours"])
         members = None if cohort is None else tuple(int(i) for i in cohort)
@@ -256,14 +286,12 @@ class SecureServer:
         """``{name: transport fields}`` of a round to the clients ``names`` (in the
         clients' order)."""
         members = set(names)
-        cohort = ({"cohort": np.array([float(i) for i, c in enumerate(self.clients)
-                                       if c in members])}
-                  if len(names) < len(self.clients) else {})
-        out = {n: {**cohort, "masked": 1,
-                   **({} if n in self.announced
-                      else {"peers": self.peers, "neighbours": self.neighbours})}
-               for n in names}
-        return out
+        fields = {"masked": 1}
+        if len(names) < len(self.clients):
+            fields["cohort"] = np.array([float(i) for i, c in enumerate(self.clients)
+                                         if c in members])
+        keys = dict(fields, peers=self.peers, neighbours=self.neighbours)
+        return {n: fields if n in self.announced else keys for n in names}
 
     def delivered(self, names):
         """The round to ``names`` is answered: they have the peers' keys now."""

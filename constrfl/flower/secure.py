@@ -29,7 +29,7 @@ from flwr.app import Message
 
 from .. import status as st
 from ..errors import PartyError
-from ..federation.secure import SecureClient, SiteSecret, keys_as_floats, keys_from_floats
+from ..federation.secure import SecureClient, keys_as_floats
 from ..messages import MessageType as M
 from . import codec
 
@@ -77,8 +77,7 @@ def secure_sum_mod(site_of, store_of):
         if kind == agreement:
             client = entry[0]
             if entry[1] == seq and "private" in client.saved:     # a resent agreement
-                secret = SiteSecret(keys_from_floats(client.saved["private"])[0])
-                reply = {"public_key": keys_as_floats([secret.public_bytes()])}
+                reply = {"public_key": keys_as_floats([client.secret().public_bytes()])}
             else:
                 reply, entry[1] = client.agree(), seq
                 save(context, site, solve, entry)

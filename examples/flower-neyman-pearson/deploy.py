@@ -183,18 +183,17 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
                            mode == "simulation")
         say(f"started run {run_id}")
         end, restarted, looked = time.monotonic() + timeout, None, time.monotonic()
+        ran = 0                              # messages in the trace when last looked
         while not (result / "result.json").is_file():
             if time.monotonic() > end:
                 raise TimeoutError(f"no result in {result} after {timeout:g} s "
                                    f"(logs in {logs})")
-            if time.monotonic() - looked > 15.0:     # a run that failed writes no result
-                looked = time.monotonic()
-                status, details = run_status(run_id, "constrfl-local", env)
-                if finished(status) and not (result / "result.json").is_file():
-                    raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
+            messages = read_trace(trace)
+            if len(messages) != ran:
+                ran, looked = len(messages), time.monotonic()
             crash = restart or kill
             if crash and restarted is None and sum(
-                    1 for t in read_trace(trace) if t[2] == crash[0]) >= crash[1]:
+                    1 for t in messages if t[2] == crash[0]) >= crash[1]:
                 cpu_at_crash = sum(cpu_seconds(p.pid) for _, p in procs.started)
                 for name, p in procs.started:
                     if p in nodes[crash[0]]:
@@ -208,6 +207,13 @@ def deploy(workdir=None, n_sites=5, mode="warm", task_poll=None, run_config="",
                 if restart:
                     nodes[crash[0]] = start_site(procs, crash[0], sites, work, link, mode,
                                                  tag="-restarted", waits=site_waits)
+            if time.monotonic() - looked > 15.0:     # no message for 15 s: a run that
+                # failed writes no result (the status query takes seconds: not while
+                # messages run, when it would delay a kill)
+                looked = time.monotonic()
+                status, details = run_status(run_id, "constrfl-local", env)
+                if finished(status) and not (result / "result.json").is_file():
+                    raise RuntimeError(f"run {run_id} {status}: {details} (logs in {logs})")
             time.sleep(0.2)
         ended = time.time()
         seconds = ended - t0
