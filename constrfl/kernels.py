@@ -176,11 +176,68 @@ def _csr_add_outer_upper(c, x, H):
             H[row, idx[b]] += ca * val[b]
 
 
+#: the dense Gram's tiles of H: GRAM_TILE[0] rows by GRAM_TILE[1] columns (32 KB of H, in
+#: the first-level cache, where each row's update once streamed the whole triangle:
+#: measured 200 rows, d = 2,000: 161 -> 51 ms; d = 5,000: 1.85 -> 0.34 s; d = 1,000: 2.3x)
+GRAM_TILE = (32, 128)
+
+
+def _dense_gram(X, coef):
+    """The upper triangle of Σ_j coef_j x_j x_jᵀ over the rows with coef_j ≠ 0, tile by
+    tile of H (:data:`GRAM_TILE`), four rows at a time: each entry still adds its terms
+    one by one in the order of the rows, (coef_j x_ja) x_jb, so the sum is the one of a
+    row-by-row loop, bit for bit (and the CSR path's)."""
+    n, d = X.shape
+    H = np.zeros((d, d))
+    rows = np.empty(n, dtype=np.int64)
+    m = 0
+    for j in range(n):
+        if coef[j] != 0.0:
+            rows[m] = j
+            m += 1
+    tile_a, tile_b = GRAM_TILE
+    for a0 in range(0, d, tile_a):
+        a1 = min(a0 + tile_a, d)
+        for b0 in range(a0, d, tile_b):
+            b1 = min(b0 + tile_b, d)
+            k = 0
+            while k < m:
+                four = k + 4 <= m
+                j0 = rows[k]
+                j1, j2, j3 = (rows[k + 1], rows[k + 2], rows[k + 3]) if four else (j0, j0, j0)
+                x0, x1, x2, x3 = X[j0], X[j1], X[j2], X[j3]
+                for a in range(a0, min(a1, b1)):
+                    lo = max(b0, a)
+                    Ha, y0 = H[a, lo:b1], x0[lo:b1]   # 1-D views: the loops vectorize
+                    c0 = coef[j0] * x0[a]
+                    if four:
+                        y1, y2, y3 = x1[lo:b1], x2[lo:b1], x3[lo:b1]
+                        c1, c2, c3 = coef[j1] * x1[a], coef[j2] * x2[a], coef[j3] * x3[a]
+                        for b in range(b1 - lo):
+                            Ha[b] = (((Ha[b] + c0 * y0[b]) + c1 * y1[b]) + c2 * y2[b]) + c3 * y3[b]
+                    else:
+                        for b in range(b1 - lo):
+                            Ha[b] += c0 * y0[b]
+                k += 4 if four else 1
+    return H
+
+
+def _csr_gram(X, coef):
+    """The upper triangle of Σ_j coef_j x_j x_jᵀ, a CSR row's nonzeros at a time."""
+    n, d = _shape(X)
+    H = np.zeros((d, d))
+    for j in range(n):
+        if coef[j] != 0.0:
+            _add_outer_upper(coef[j], _row(X, j), H)
+    return H
+
+
 _shape = _by_layout(_dense_shape, _csr_shape)
 _row = _by_layout(_dense_row, _csr_row)
 _dot = _by_layout(_dense_dot, _csr_dot)
 _axpy = _by_layout(_dense_axpy, _csr_axpy, on=1)
 _add_outer_upper = _by_layout(_dense_add_outer_upper, _csr_add_outer_upper, on=1)
+_gram = _by_layout(_dense_gram, _csr_gram)
 
 
 # ---- kernels -----------------------------------------------------------------
@@ -351,15 +408,13 @@ def stacked_terms(X, y, s, term, logistic, w, grad):
 
 @numba.njit(cache=True, inline="always")
 def stacked_gram(X, s, term, h, b):
-    """The upper triangle of Σ_j b[term[j]] s_j h_j x_j x_jᵀ (one pass over the stacked
-    rows; the lower triangle is zero)."""
-    n, d = _shape(X)
-    H = np.zeros((d, d))
+    """The upper triangle of Σ_j b[term[j]] s_j h_j x_j x_jᵀ (the lower triangle is
+    zero; :func:`_gram`)."""
+    n = _shape(X)[0]
+    coef = np.empty(n)
     for j in range(n):
-        c = b[term[j]] * s[j] * h[j]
-        if c != 0.0:
-            _add_outer_upper(c, _row(X, j), H)
-    return H
+        coef[j] = b[term[j]] * s[j] * h[j]
+    return _gram(X, coef)
 
 
 @numba.njit(cache=True, inline="always")

@@ -29,6 +29,7 @@ import numpy as np
 from . import status as st
 from .control import count, positive, real
 from .corrections import CORRECTION_NAMES
+from .exactsum import RING_BYTES
 from .methods import BASELINES, METHODS
 from .result import SolveResult
 from .rowspace import compact_size
@@ -45,12 +46,16 @@ DEFAULT_INNER = "auto"
 #: d(d+1)/2 sums a client and round, stays below 4 MB)
 AUTO_NEWTON_MAX_DIM = 500
 #: ... and, where P is smooth and only sums may leave the parties (where the alternative
-#: is Newton-CG), up to this one (16 MB a client and round; measured: NP dense
-#: d = 1,000, 20 × 200 rows, ridge 1e-3: 18 rounds, 12.8 s, where Newton-CG takes 207)
-AUTO_NEWTON_SMOOTH_MAX_DIM = 1000
+#: is Newton-CG), up to this one (64 MB a client and round; measured: NP dense
+#: d = 1,000, 20 × 200 rows, ridge 1e-3: 18 rounds, 8.8 s, where Newton-CG takes 207;
+#: d = 2,000: 32 rounds, 60 s, 1.8 GB, where Newton-CG takes 892 rounds, 40 s)
+AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
 #: one (4 MB a client and round, where the ADMM takes ten to a hundred times the rounds)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
+#: ... as long as a round's Hessian sums, every client's upload together, take at most
+#: this many bytes (RING_BYTES an entry): the server holds a round's replies at once
+AUTO_NEWTON_MAX_BYTES = 4e9
 #: ``inner="auto"`` runs ``"newton-basis"`` above ``AUTO_NEWTON_MAX_DIM`` when every party
 #: has a compact Hessian and the server's copies stay below this many bytes (a sparse
 #: party's entry budgeted at 200 bytes: measured 5.0 GB peak for 26M entries, d = 100,000,
@@ -450,7 +455,7 @@ def _interval(name, value, low, high, closed_low=True, closed_high=True):
 
 # -- the settings of a solve ------------------------------------------------------------------
 
-def choose_inner(dim, regularizer, compact=None, private=True):
+def choose_inner(dim, regularizer, compact=None, private=True, clients=1):
     """What ``inner="auto"`` runs (measured in validation/bench.py and
     validation/qp_benchmark.py): ``"newton"`` up to d = ``AUTO_NEWTON_MAX_DIM`` (tens of
     rounds where the ADMM needs hundreds); above it ``"newton-basis"`` when ``compact``
@@ -464,15 +469,19 @@ def choose_inner(dim, regularizer, compact=None, private=True):
     649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s), else
     ``"admm"``.  With ``private`` (the default) the parties send only sums:
     ``"newton-basis"`` (per-site forms) is not among the choices, and with a smooth P
-    ``"newton"`` (the Hessian's sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``."""
-    if dim <= AUTO_NEWTON_MAX_DIM:
-        return "newton"
+    ``"newton"`` (the Hessian's sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``.
+    ``"newton"`` only while the ``clients``' Hessian triangles of a round take at most
+    ``AUTO_NEWTON_MAX_BYTES`` together; past that the alternative of its P."""
     smooth = regularizer.ridge_weights(dim) is not None
+    fits = clients * RING_BYTES * dim * (dim + 1) / 2 <= AUTO_NEWTON_MAX_BYTES
+    if dim <= AUTO_NEWTON_MAX_DIM and fits:
+        return "newton"
     if not private and compact is not None and basis_affordable(dim, compact, smooth):
         return "newton-basis"
     if smooth:
-        return "newton" if private and dim <= AUTO_NEWTON_SMOOTH_MAX_DIM else "newton-cg"
-    return "newton" if dim <= AUTO_NEWTON_NONSMOOTH_MAX_DIM else "admm"
+        return ("newton" if private and fits and dim <= AUTO_NEWTON_SMOOTH_MAX_DIM
+                else "newton-cg")
+    return "newton" if fits and dim <= AUTO_NEWTON_NONSMOOTH_MAX_DIM else "admm"
 
 
 def basis_affordable(dim, compact, smooth=True):
@@ -511,7 +520,7 @@ def settings_for(method, options, problem):
         return NewtonSettings.build(given, where)
     if inner == "auto":
         inner = choose_inner(problem.dim, problem.regularizer, _compact_sizes(problem),
-                             options.get("private", True))
+                             options.get("private", True), problem.n_clients)
         where += f" with inner={inner!r}, chosen by inner='auto' for d={problem.dim}"
     else:
         where += f" with inner={inner!r}"

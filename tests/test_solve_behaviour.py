@@ -160,16 +160,23 @@ def test_options_belong_to_their_method():
 def test_auto_chooses_by_dimension_and_regularizer():
     from constrfl.api import choose_inner
     assert choose_inner(500, cf.prox.L1(0.1)) == "newton"
-    # only sums (the default): the Hessian's sum with a smooth P up to d = 1,000
-    assert choose_inner(1000, cf.prox.SquaredL2(0.1)) == "newton"
-    assert choose_inner(1001, cf.prox.SquaredL2(0.1)) == "newton-cg"
-    assert choose_inner(1001, cf.prox.Zero()) == "newton-cg"
-    assert choose_inner(1001, cf.prox.SquaredL2(np.full(1001, 0.1))) == "newton-cg"
+    # only sums (the default): the Hessian's sum with a smooth P up to d = 2,000
+    assert choose_inner(2000, cf.prox.SquaredL2(0.1)) == "newton"
+    assert choose_inner(2001, cf.prox.SquaredL2(0.1)) == "newton-cg"
+    assert choose_inner(2001, cf.prox.Zero()) == "newton-cg"
+    assert choose_inner(2001, cf.prox.SquaredL2(np.full(2001, 0.1))) == "newton-cg"
+    # ... while a round's Hessian triangles fit AUTO_NEWTON_MAX_BYTES (32 bytes an entry)
+    from constrfl.settings import AUTO_NEWTON_MAX_BYTES
+    most = int(AUTO_NEWTON_MAX_BYTES // (32 * 2000 * 2001 / 2))           # 62 clients
+    assert choose_inner(2000, cf.prox.SquaredL2(0.1), clients=most) == "newton"
+    assert choose_inner(2000, cf.prox.SquaredL2(0.1), clients=most + 1) == "newton-cg"
+    assert choose_inner(20, cf.prox.L1(0.1), clients=10 ** 5) == "newton"
+    assert choose_inner(500, cf.prox.L1(0.1), clients=10 ** 4) == "admm"
     assert choose_inner(501, cf.prox.L1(0.1)) == "newton"                 # not smooth
     assert choose_inner(1000, cf.prox.Box(-1.0, 1.0)) == "newton"
     assert choose_inner(1001, cf.prox.L1(0.1)) == "admm"
     assert choose_inner(1001, cf.prox.Box(-1.0, 1.0)) == "admm"
-    assert choose_inner(1001, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"    # a ridge
+    assert choose_inner(2001, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"    # a ridge
     # only sums: the parties' compact forms are never chosen
     assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton"
     assert choose_inner(5000, cf.prox.Zero(), [("basis", 5000 * 200, 200)] * 20) == \
