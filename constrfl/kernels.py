@@ -31,8 +31,9 @@ most CSR_MAX_DENSITY.  The CSR path only leaves out the terms that are exact
 zeros in the dense path, so with finite w (barring overflow) both layouts give
 bit-identical results.
 
-All kernels make one sequential pass over the rows in a fixed order (no
-fastmath, no parallelism), so results are bit-reproducible.  The `*_rows`
+All kernels make one sequential pass over the rows in a fixed order (the dense
+Gram one per tile of H, each entry still summed in the rows' order; no fastmath, no
+parallelism), so results are bit-reproducible.  The `*_rows`
 kernels restrict the weighted mean to rows idx (int64, duplicates count
 repeatedly, normalised by sum(s[idx])), for minibatch SGD.
 
