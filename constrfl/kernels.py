@@ -183,43 +183,44 @@ def _csr_add_outer_upper(c, x, H):
 GRAM_TILE = (32, 128)
 
 
+@numba.njit(cache=True, inline="always")
+def _gram_tile(H, X, coef, rows, a0, a1, b0, b1):
+    """H[a, b] += Σ_j (coef_j x_ja) x_jb for a in [a0, a1), b in [max(a, b0), b1), over
+    ``rows`` in order, four rows a pass (each entry's terms still added one by one)."""
+    m, k = rows.shape[0], 0
+    while k + 4 <= m:
+        j0, j1, j2, j3 = rows[k], rows[k + 1], rows[k + 2], rows[k + 3]
+        x0, x1, x2, x3 = X[j0], X[j1], X[j2], X[j3]
+        for a in range(a0, min(a1, b1)):
+            lo = max(b0, a)
+            Ha = H[a, lo:b1]                     # 1-D views: the loop vectorizes
+            y0, y1, y2, y3 = x0[lo:b1], x1[lo:b1], x2[lo:b1], x3[lo:b1]
+            c0, c1 = coef[j0] * x0[a], coef[j1] * x1[a]
+            c2, c3 = coef[j2] * x2[a], coef[j3] * x3[a]
+            for b in range(b1 - lo):
+                Ha[b] = (((Ha[b] + c0 * y0[b]) + c1 * y1[b]) + c2 * y2[b]) + c3 * y3[b]
+        k += 4
+    for j in rows[k:]:
+        x = X[j]
+        for a in range(a0, min(a1, b1)):
+            lo = max(b0, a)
+            Ha, y, c = H[a, lo:b1], x[lo:b1], coef[j] * x[a]
+            for b in range(b1 - lo):
+                Ha[b] += c * y[b]
+
+
 def _dense_gram(X, coef):
     """The upper triangle of Σ_j coef_j x_j x_jᵀ over the rows with coef_j ≠ 0, tile by
-    tile of H (:data:`GRAM_TILE`), four rows at a time: each entry still adds its terms
+    tile of H (:data:`GRAM_TILE`, :func:`_gram_tile`): each entry still adds its terms
     one by one in the order of the rows, (coef_j x_ja) x_jb, so the sum is the one of a
     row-by-row loop, bit for bit (and the CSR path's)."""
-    n, d = X.shape
+    d = X.shape[1]
     H = np.zeros((d, d))
-    rows = np.empty(n, dtype=np.int64)
-    m = 0
-    for j in range(n):
-        if coef[j] != 0.0:
-            rows[m] = j
-            m += 1
+    rows = np.flatnonzero(coef != 0.0)
     tile_a, tile_b = GRAM_TILE
     for a0 in range(0, d, tile_a):
-        a1 = min(a0 + tile_a, d)
         for b0 in range(a0, d, tile_b):
-            b1 = min(b0 + tile_b, d)
-            k = 0
-            while k < m:
-                four = k + 4 <= m
-                j0 = rows[k]
-                j1, j2, j3 = (rows[k + 1], rows[k + 2], rows[k + 3]) if four else (j0, j0, j0)
-                x0, x1, x2, x3 = X[j0], X[j1], X[j2], X[j3]
-                for a in range(a0, min(a1, b1)):
-                    lo = max(b0, a)
-                    Ha, y0 = H[a, lo:b1], x0[lo:b1]   # 1-D views: the loops vectorize
-                    c0 = coef[j0] * x0[a]
-                    if four:
-                        y1, y2, y3 = x1[lo:b1], x2[lo:b1], x3[lo:b1]
-                        c1, c2, c3 = coef[j1] * x1[a], coef[j2] * x2[a], coef[j3] * x3[a]
-                        for b in range(b1 - lo):
-                            Ha[b] = (((Ha[b] + c0 * y0[b]) + c1 * y1[b]) + c2 * y2[b]) + c3 * y3[b]
-                    else:
-                        for b in range(b1 - lo):
-                            Ha[b] += c0 * y0[b]
-                k += 4 if four else 1
+            _gram_tile(H, X, coef, rows, a0, min(a0 + tile_a, d), b0, min(b0 + tile_b, d))
     return H
 
 

@@ -72,10 +72,9 @@ def _bswap(x):
 def _counters(out, seq):
     """out[s, b] ← the AES counter (seq + s)·2⁶⁴ + b as 16 big-endian bytes (two words)."""
     for s in range(out.shape[0]):
-        high = _bswap(np.uint64(seq + s))
-        for b in range(out.shape[1]):
-            out[s, b, 0] = high
-            out[s, b, 1] = _bswap(np.uint64(b))
+        out[s, :, 0] = _bswap(np.uint64(seq + s))
+    for b in range(out.shape[1]):
+        out[:, b, 1] = _bswap(np.uint64(b))
 
 
 def keys_as_floats(keys):
@@ -202,7 +201,8 @@ class Masks:
         entries = sums.shape[0]
         count = min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES))
         if cohort is not None or count < AHEAD_LEAST:
-            return self.streams(seq, 1, entries, cohort, into=sums)[0]
+            self.streams(seq, 1, entries, cohort, into=sums)
+            return sums
         first, ahead = self.ahead
         if ahead is None or not first <= seq < first + len(ahead) or entries > ahead.shape[1]:
             self.ahead = first, ahead = seq, self.streams(seq, count, entries, None)
@@ -285,9 +285,9 @@ class SecureServer:
     def transport(self, names):
         """``{name: transport fields}`` of a round to the clients ``names`` (in the
         clients' order)."""
-        members = set(names)
         fields = {"masked": 1}
         if len(names) < len(self.clients):
+            members = set(names)
             fields["cohort"] = np.array([float(i) for i, c in enumerate(self.clients)
                                          if c in members])
         keys = dict(fields, peers=self.peers, neighbours=self.neighbours)
