@@ -208,10 +208,11 @@ def test_the_mask_stream_is_the_librarys_aes_ctr():
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
     masks = clients_masks()[0]
     assert masks.index == 0
-    # batches computed ahead (9 entries), one restarted by a longer message (30), one
-    # too long to batch (300, computed alone), and a far message number
+    # a batch computed ahead (9 entries) whose messages take their masks' start from it,
+    # the longer ones (30, 300) computing the rest alone; a new batch at a far message
+    # number; past it a message too long to batch (300: computed alone)
     for seq, entries in [(1, 9), (2, 9), (3, 30), (4, 1), (5, 300), (6, 9),
-                         (2 ** 40 + 3, 9)]:
+                         (2 ** 40 + 3, 9), (2 ** 40 + 4, 20), (2 ** 40 + 300, 300)]:
         nonce = seq.to_bytes(8, "big") + bytes(8)
         expected = np.zeros((entries, 4), dtype=np.uint64)
         for j in (1, 2):

@@ -7,8 +7,8 @@ import constrfl as cf
 from constrfl import functions as fn, prox
 from constrfl.federation import Federation, Sums
 from constrfl.federation.runtime import PartyRuntime
-from constrfl.messages import (FIELDS, DISCLOSED, PUBLIC, SUM, MessageType as M, check_payload,
-                              check_reply)
+from constrfl.messages import (FIELDS, DISCLOSED, PUBLIC, SUM, TRANSPORT_FIELDS, MessageType as M,
+                              check_payload, check_reply)
 from constrfl.parties import PartyContext
 
 from builders import np_problem
@@ -92,6 +92,8 @@ def test_every_field_is_declared_and_checked():
     """The table declares every message type's fields; an undeclared payload or reply
     field, and a disclosed one without private=False, are refused at the boundary."""
     assert set(FIELDS) == {v for k, v in vars(M).items() if k.isupper()}
+    # the transport's fields ride on any payload: no message declares one of its own
+    assert not any(f.payload & TRANSPORT_FIELDS for f in FIELDS.values())
     with pytest.raises(ValueError, match="undeclared fields \\['secret'\\]"):
         check_payload({"w": np.zeros(2), "secret": 1.0}, message_type=M.NEWTON_EVAL)
     with pytest.raises(ValueError, match="undeclared fields \\['X'\\]"):

@@ -20,8 +20,7 @@ from ..errors import PartyError
 from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
                        reported_multipliers, restore_state)
 from ..exactsum import encode
-from ..messages import (LAYOUT, SUM, SUMS, TRANSPORT_FIELDS, MessageType as M, check_reply,
-                        fields_of)
+from ..messages import LAYOUT, SUM, SUMS, MessageType as M, check_reply, fields_of
 from .secure import SecureClient
 
 __all__ = ["PartyRuntime", "dispatch", "encode_reply"]
@@ -102,16 +101,15 @@ class PartyRuntime:
             if message_type == M.SECURE_KEYS:
                 self.seq, self.reply = seq, self.secure.agree()
                 return self.reply
-            transport = {k: payload[k] for k in TRANSPORT_FIELDS & payload.keys()}
-            if transport:
-                payload = {k: v for k, v in payload.items() if k not in transport}
-            self.secure.announce(transport)
+            masked = "masked" in payload       # (the handlers read only their fields)
+            if masked:
+                self.secure.announce(payload)
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
                 reply, state = dispatch(message_type, payload, self.state, self.ctx)
             check_reply(message_type, reply, self.disclose)
             reply = encode_reply(message_type, reply)
-            if transport.get("masked") and SUMS in reply:
-                reply[SUMS] = self.secure.mask(seq, reply[SUMS], transport.get("cohort"))
+            if masked and SUMS in reply:
+                reply[SUMS] = self.secure.mask(seq, reply[SUMS], payload.get("cohort"))
         except PartyError as err:
             return err.named(self.ctx.party.name)
         except Exception as exc:     # a fault of ours in a handler: reported, not raised

@@ -69,12 +69,13 @@ def _bswap(x):
 
 
 @numba.njit(cache=True)
-def _counters(out, seq):
-    """out[s, b] ← the AES counter (seq + s)·2⁶⁴ + b as 16 big-endian bytes (two words)."""
+def _counters(out, seq, first):
+    """out[s, b] ← the AES counter (seq + s)·2⁶⁴ + first + b as 16 big-endian bytes (two
+    words)."""
     for s in range(out.shape[0]):
         out[s, :, 0] = _bswap(np.uint64(seq + s))
     for b in range(out.shape[1]):
-        out[:, b, 1] = _bswap(np.uint64(b))
+        out[:, b, 1] = _bswap(np.uint64(first + b))
 
 
 def keys_as_floats(keys):
@@ -166,11 +167,12 @@ class Masks:
             self.everyone = pairs
         return pairs
 
-    def streams(self, seq, count, entries, cohort, into=None):
+    def streams(self, seq, count, entries, cohort, into=None, start=0):
         """Σⱼ ±PRGᵢⱼ for the ``count`` messages from ``seq`` on, ``entries`` ring elements
-        each, added into ``into`` (a C-contiguous ``(count·entries, 4)`` uint64 array;
-        default zeros) and returned as a ``(count, entries, 4)`` array: the AES blocks
-        E_kᵢⱼ(s·2⁶⁴ + b), b = 0, 1, ... (two 16-byte blocks a ring element) for each
+        each from element ``start`` on, added into ``into`` (a C-contiguous
+        ``(count·entries, 4)`` uint64 array; default zeros) and returned as a
+        ``(count, entries, 4)`` array: the AES blocks E_kᵢⱼ(s·2⁶⁴ + b),
+        b = 2·start, 2·start + 1, ... (two 16-byte blocks a ring element) for each
         message s."""
         blocks, plus = self.pairs(cohort)
         size = count * entries * RING_BYTES
@@ -178,7 +180,7 @@ class Masks:
         if self.scratch.size < need:           # (kept: fresh pages cost more than AES)
             self.scratch = np.empty(need, dtype=np.uint8)
         counters, raw = self.scratch[:size], self.scratch[size:need]
-        _counters(counters.view(np.uint64).reshape(count, -1, 2), seq)
+        _counters(counters.view(np.uint64).reshape(count, -1, 2), seq, 2 * start)
         for k, block in enumerate(blocks):
             block.update_into(counters, raw[k * size:])
         out = np.zeros((count * entries, LIMBS), dtype=np.uint64) if into is None else into
@@ -194,19 +196,26 @@ class Masks:
 
         The masks depend on nothing but the keys and the message's number, so a client
         of every round computes those of its next messages ahead, in one pass
-        (:data:`AHEAD_BYTES` at most, each as long as the message that asked: a shorter
-        message's mask is the start of a longer one's; a longer one starts a new batch);
-        a message too long for :data:`AHEAD_LEAST` of them to fit, or to a cohort, has
-        its mask computed alone."""
+        (:data:`AHEAD_BYTES` at most, each as long as the message that asked): a
+        message of that batch takes the start of its mask from it, and computes alone
+        only what a longer message needs beyond it.  A message outside the batch starts
+        a new one, unless it is too long for :data:`AHEAD_LEAST` of them to fit; then,
+        and in a round to a cohort, its mask is computed alone."""
         entries = sums.shape[0]
-        count = min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES))
-        if cohort is not None or count < AHEAD_LEAST:
+        if cohort is not None:
             self.streams(seq, 1, entries, cohort, into=sums)
             return sums
         first, ahead = self.ahead
-        if ahead is None or not first <= seq < first + len(ahead) or entries > ahead.shape[1]:
+        if ahead is None or not first <= seq < first + len(ahead):
+            count = min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES))
+            if count < AHEAD_LEAST:
+                self.streams(seq, 1, entries, None, into=sums)
+                return sums
             self.ahead = first, ahead = seq, self.streams(seq, count, entries, None)
-        add_into(sums, ahead[seq - first, :entries])
+        width = min(entries, ahead.shape[1])
+        add_into(sums[:width], ahead[seq - first, :width])
+        if entries > width:
+            self.streams(seq, 1, entries - width, None, into=sums[width:], start=width)
         return sums
 
 
