@@ -91,7 +91,7 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``"auto"``: ``"newton"`` for d ≤ 500, and up to d = 2,000 with a smooth P; with
         ``private=False`` above d = 500 ``"newton-basis"`` where every party has a
         compact Hessian the server can afford; else ``"newton-cg"`` with a smooth P,
-        else ``"newton"`` up to d = 1,000, else ``"admm"`` (``"newton"`` only while a
+        else ``"newton"`` up to d = 2,000, else ``"admm"`` (``"newton"`` only while a
         round's Hessian sums take at most 4 GB over the clients;
         :func:`~constrfl.settings.choose_inner`; the README's benchmark says why).
     private : True (default): only sums over the clients reach the server; False: the

@@ -51,8 +51,12 @@ AUTO_NEWTON_MAX_DIM = 500
 #: d = 2,000: 32 rounds, 60 s, 1.8 GB, where Newton-CG takes 892 rounds, 40 s)
 AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
-#: one (4 MB a client and round, where the ADMM takes ten to a hundred times the rounds)
-AUTO_NEWTON_NONSMOOTH_MAX_DIM = 1000
+#: one (64 MB a client and round; above d = 1,000 the step takes a forcing sequence,
+#: :data:`~constrfl.solvers.newton.EXACT_STEP_MAX_DIM`; measured: NP dense d = 2,000,
+#: 20 × 200 rows, ℓ1 1e-3: 44 rounds, 99 s, where the ADMM ran out of 300 s after 922
+#: rounds at a stationarity of 0.43; Maros–Meszaros n = 649–1,000, 5 clients: 12–571
+#: rounds where the ADMM ran out of 60 s)
+AUTO_NEWTON_NONSMOOTH_MAX_DIM = 2000
 #: ... as long as a round's Hessian sums, every client's upload together, take at most
 #: this many bytes (RING_BYTES an entry): the server holds a round's replies at once
 AUTO_NEWTON_MAX_BYTES = 4e9
@@ -466,8 +470,8 @@ def choose_inner(dim, regularizer, compact=None, private=True, clients=1):
     (none or a ridge, weighted or an estimator's: :meth:`~constrfl.prox.Regularizer.
     ridge_weights`; O(d) floats a round, a round a CG iteration); with any other P
     ``"newton"`` up to d = ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n =
-    649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s), else
-    ``"admm"``.  With ``private`` (the default) the parties send only sums:
+    649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s; NP dense
+    d = 2,000 with ℓ1: 44 rounds where it ran out of 300 s), else ``"admm"``.  With ``private`` (the default) the parties send only sums:
     ``"newton-basis"`` (per-site forms) is not among the choices, and with a smooth P
     ``"newton"`` (the Hessian's sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``.
     ``"newton"`` only while the ``clients``' Hessian triangles of a round take at most

@@ -118,3 +118,26 @@ def test_the_solve_ends_on_the_kkt_ride_a_round_early(case, monkeypatch):
     monkeypatch.setattr(proxal, "KKT_RIDE_RATIO", 0.0)
     waits = cf.solve(problem, tol=1e-6, inner="newton", **opts)
     assert waits.status == "optimal" and res.rounds < waits.rounds
+
+
+@pytest.mark.parametrize("regularizer", [prox.L1(1e-2), prox.ElasticNet(1e-2, 1e-3)])
+def test_a_large_dense_hessian_steps_to_a_forcing_sequence(regularizer, monkeypatch):
+    """Above ``EXACT_STEP_MAX_DIM`` the nonsmooth step of the Hessian's sum is solved to
+    the forcing sequence (the operator's model solver, not the exact QP): the answer's
+    residuals, recomputed from the raw problem, meet tol, cvxpy on the pooled problem
+    certifies it, and it is the exact step's answer to the tolerance's order."""
+    import constrfl as cf
+    from constrfl.solvers import newton, proxstep
+    problem = builders.np_problem(4, regularizer=regularizer)
+    exact = cf.solve(problem, inner="newton")
+    calls = []
+    real = proxstep.prox_gradient_point
+    monkeypatch.setattr(newton, "EXACT_STEP_MAX_DIM", 0)
+    monkeypatch.setattr(proxstep, "prox_gradient_point",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    forced = cf.solve(problem, inner="newton")
+    assert calls, "the forcing-sequence path was not taken"
+    assert forced.status == "optimal"
+    assert cf.kkt(problem, forced.w, forced.multipliers).meets(1e-6, 1e-6)
+    assert cf.certify(problem, forced).ok
+    assert np.max(np.abs(forced.w - exact.w)) < 1e-4

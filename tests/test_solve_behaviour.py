@@ -173,9 +173,12 @@ def test_auto_chooses_by_dimension_and_regularizer():
     assert choose_inner(20, cf.prox.L1(0.1), clients=10 ** 5) == "newton"
     assert choose_inner(500, cf.prox.L1(0.1), clients=10 ** 4) == "admm"
     assert choose_inner(501, cf.prox.L1(0.1)) == "newton"                 # not smooth
-    assert choose_inner(1000, cf.prox.Box(-1.0, 1.0)) == "newton"
-    assert choose_inner(1001, cf.prox.L1(0.1)) == "admm"
-    assert choose_inner(1001, cf.prox.Box(-1.0, 1.0)) == "admm"
+    # ... and with a P that is not smooth up to d = 2,000 (its step to a forcing
+    # sequence above d = 1,000)
+    assert choose_inner(2000, cf.prox.Box(-1.0, 1.0)) == "newton"
+    assert choose_inner(2000, cf.prox.L1(0.1)) == "newton"
+    assert choose_inner(2001, cf.prox.L1(0.1)) == "admm"
+    assert choose_inner(2001, cf.prox.Box(-1.0, 1.0)) == "admm"
     assert choose_inner(2001, cf.prox.ElasticNet(0.0, 0.1)) == "newton-cg"    # a ridge
     # only sums: the parties' compact forms are never chosen
     assert choose_inner(501, cf.prox.L1(0.1), [("gram", 4000, 10)] * 2) == "newton"
@@ -193,7 +196,7 @@ def test_auto_chooses_by_dimension_and_regularizer():
         "newton-cg"                                      # 5,000 rows in all: 1.25e11 flops
     assert disclosed(501, cf.prox.L1(0.1), [("gram", 4000, 10), None]) == "newton"
     assert disclosed(501, cf.prox.Zero(), [("gram", 5e7, 10)]) == "newton-cg"  # 10 GB
-    assert disclosed(1001, cf.prox.L1(0.1), [("gram", 5e7, 10)]) == "admm"
+    assert disclosed(2001, cf.prox.L1(0.1), [("gram", 5e7, 10)]) == "admm"
     # sparse entries the server can hold but not afford a step: Newton-CG where P is
     # smooth, newton-basis where the alternative is the ADMM
     assert disclosed(100000, cf.prox.Zero(), [("gram", 2.6e6, 500)] * 10) == "newton-cg"

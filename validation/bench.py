@@ -115,6 +115,7 @@ def fair_adult(data, opts, max_time):
 
 HD_FILE = "bench_highdim.md"
 HD_DENSE = (1000, 2000, 5000)               # 20 clients x 200 rows, ridge 1e-3
+HD_DENSE_L1 = 2000                          # the same with L1 1e-3 (the Hessian's sum, or the ADMM)
 HD_SPARSE = (20000, 100000)                 # 10 clients x 500 rows, 0.1% nonzeros
 HD_REGULARIZERS = {"ridge 1e-2": ("l2", 1e-2), "L1 1e-3": ("l1", 1e-3)}
 HD_GRACE = 30.0                             # seconds past --max-time before a kill
@@ -141,8 +142,9 @@ def _estimator_data():
 def hd_problem(build):
     """The problem of a high-dimensional case from its (picklable) description."""
     kind = build[0]
-    if kind == "dense":                     # ("dense", n, rows, d)
-        return _synthetic(*build[1:], regularizer=prox.SquaredL2(1e-3))
+    if kind == "dense":                     # ("dense", n, rows, d[, regularizer spec])
+        spec = build[4] if len(build) > 4 else ("l2", 1e-3)
+        return _synthetic(*build[1:4], regularizer=_regularizer(spec))
     if kind == "sparse":                    # ("sparse", d, regularizer spec)
         return _sparse(10, 500, build[1], 0.001, regularizer=_regularizer(build[2]))
     if kind == "estimator":                 # the problem NeymanPearsonClassifier solves
@@ -249,6 +251,9 @@ def hd_cases(quick=False):
                  ("dense", 4, 30, 20), 20, [defaults])]
     out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d,
             [defaults, cg, shown]) for d in HD_DENSE]
+    d = HD_DENSE_L1
+    out.append((f"NP dense d={d:,}, 20 x 200 rows, L1 1e-3", ("dense", 20, 200, d, ("l1", 1e-3)),
+                d, [defaults, ('inner="admm"', {"inner": "admm"}), shown]))
     for d in HD_SPARSE:
         for reg, spec in HD_REGULARIZERS.items():
             out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
@@ -357,7 +362,8 @@ def highdim(args):
         "problems: Neyman-Pearson (30) via `constrfl.problems.neyman_pearson`, "
         "`stratified_split` over the clients, tol = 1e-6 (ε₁ = ε₂), all other options at "
         "their defaults; dense: `make_classification(n_samples=4000, n_features=d-1, "
-        "seed=0)`, 20 clients x 200 rows, max_class1_loss 0.2, `prox.SquaredL2(1e-3)`; "
+        "seed=0)`, 20 clients x 200 rows, max_class1_loss 0.2, `prox.SquaredL2(1e-3)` "
+        "(or `prox.L1(1e-3)` where the case says L1); "
         "sparse: bench.py's `_sparse()` (standard normal values at 0.1% density, labels "
         "from a 50-sparse linear model plus noise, an intercept column), 10 clients x 500 "
         "rows, max_class1_loss 0.3 (as `_sparse()`), `prox.SquaredL2(1e-2)` or "

@@ -140,6 +140,12 @@ class ModelHessian:
     def __init__(self, mu, S, L, cores, dense):
         self.mu, self.S, self.L, self.cores, self.dense = mu, S, L, cores, dense
 
+    @classmethod
+    def of_matrix(cls, H):
+        """A dense d×d matrix H as the operator (its H_D alone)."""
+        d = H.shape[0]
+        return cls(np.zeros(d), None, np.zeros((0, d)), [], H)
+
     def __call__(self, v):
         out = self.mu * v + self.L.T @ (self.L @ v)
         if self.S is not None:
