@@ -53,8 +53,9 @@ AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
 #: one (64 MB a client and round; above d = 1,000 the step takes a forcing sequence,
 #: :data:`~constrfl.solvers.newton.EXACT_STEP_MAX_DIM`; measured: NP dense d = 2,000,
-#: 20 × 200 rows, ℓ1 1e-3: 44 rounds, 99 s, where the ADMM ran out of 300 s after 922
-#: rounds at a stationarity of 0.43; Maros–Meszaros n = 649–1,000, 5 clients: 12–571
+#: 20 × 200 rows, ℓ1 1e-3: 52 rounds, 158 s, where the ADMM ran out of 300 s after 975
+#: rounds at a stationarity of 0.43, validation/results/bench_highdim_dense_l1.md;
+#: Maros–Meszaros n = 649–1,000, 5 clients: 12–571
 #: rounds where the ADMM ran out of 60 s)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 2000
 #: ... as long as a round's Hessian sums, every client's upload together, take at most
@@ -471,7 +472,7 @@ def choose_inner(dim, regularizer, compact=None, private=True, clients=1):
     ridge_weights`; O(d) floats a round, a round a CG iteration); with any other P
     ``"newton"`` up to d = ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n =
     649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s; NP dense
-    d = 2,000 with ℓ1: 44 rounds where it ran out of 300 s), else ``"admm"``.  With ``private`` (the default) the parties send only sums:
+    d = 2,000 with ℓ1: 52 rounds where it ran out of 300 s), else ``"admm"``.  With ``private`` (the default) the parties send only sums:
     ``"newton-basis"`` (per-site forms) is not among the choices, and with a smooth P
     ``"newton"`` (the Hessian's sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``.
     ``"newton"`` only while the ``clients``' Hessian triangles of a round take at most

@@ -76,9 +76,10 @@ RELATIVE_ERROR = 0.5
 MODEL_FORCING = 0.1
 #: ... up to this d (the Maros–Meszaros QPs have n ≤ 1,000); above it the dense Hessian's
 #: step takes the forcing sequence too (measured: NP dense, 20 × 200 rows, ℓ1 1e-3, the
-#: Hessians' sums: d = 1,500 31 -> 35 rounds, 64 -> 37 s; d = 2,000, where one exact step
-#: took about 20 s and the solve ran out of 400 s after 24 rounds: optimal in 44 rounds,
-#: 99 s)
+#: Hessians' sums, two BLAS threads: d = 1,500 31 -> 35 rounds, 64 -> 37 s; d = 2,000,
+#: where one exact step took about 20 s and the solve ran out of 400 s after 24 rounds:
+#: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, in validation/results/
+#: bench_highdim_dense_l1.md)
 EXACT_STEP_MAX_DIM = 1000
 
 
