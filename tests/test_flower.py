@@ -219,9 +219,10 @@ def test_a_curious_serverapp_reads_only_noise_from_each_site(monkeypatch):
     the answer is cf.solve's (secure=True, and so the plain one's) bit for bit."""
     pytest.importorskip("cryptography")
     from constrfl.flower.server import FlowerFederation
-    from test_secure import uniform_bytes, worst_correlation
+    from test_secure import seeded_keys, uniform_uploads, worst_correlation
     from test_sums_only import least_squares_sites
     p, data = least_squares_sites()
+    seeded_keys(monkeypatch)
     seen, original = [], FlowerFederation._exchange
 
     def spy(self, seq, message_type, payloads):
@@ -232,7 +233,7 @@ def test_a_curious_serverapp_reads_only_noise_from_each_site(monkeypatch):
     got = simulate(p, inner="newton", max_outer=2)
     assert seen[0][0] == M.SECURE_KEYS and len(seen) == got.rounds
     masked = seen[1:]
-    assert all(uniform_bytes(r) for _, replies in masked for r in replies.values())
+    assert uniform_uploads(r for _, replies in masked for r in replies.values())
     assert worst_correlation(masked, p, data) < 0.9
     assert_same(cf.solve(p, inner="newton", max_outer=2, secure=True), got)
     assert got.w.tobytes() == cf.solve(p, inner="newton", max_outer=2).w.tobytes()
