@@ -120,7 +120,8 @@ def test_the_solve_ends_on_the_kkt_ride_a_round_early(case, monkeypatch):
     assert waits.status == "optimal" and res.rounds < waits.rounds
 
 
-@pytest.mark.parametrize("regularizer", [prox.L1(1e-2), prox.ElasticNet(1e-2, 1e-3)])
+@pytest.mark.parametrize("regularizer", [prox.L1(1e-2), prox.ElasticNet(1e-2, 1e-3),
+                                         prox.Box(-0.5, 0.5), prox.L2Ball(1.0)])
 def test_a_large_dense_hessian_steps_to_a_forcing_sequence(regularizer, monkeypatch):
     """Above ``EXACT_STEP_MAX_DIM`` the nonsmooth step of the Hessian's sum is solved to
     the forcing sequence (the operator's model solver, not the exact QP): the answer's
