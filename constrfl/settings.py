@@ -56,8 +56,7 @@ AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: 20 × 200 rows, ℓ1 1e-3: 52 rounds, 158 s, where the ADMM ran out of 300 s after 975
 #: rounds at a stationarity of 0.43, validation/results/bench_highdim_dense_l1.md; at
 #: d = 3,000 57 rounds but 852 s, 3.6 GB, another job on the second core;
-#: Maros–Meszaros n = 649–1,000, 5 clients: 12–571
-#: rounds where the ADMM ran out of 60 s)
+#: Maros–Meszaros n = 649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 2000
 #: ... as long as a round's Hessian sums, every client's upload together, take at most
 #: this many bytes (RING_BYTES an entry): the server holds a round's replies at once
@@ -473,9 +472,10 @@ def choose_inner(dim, regularizer, compact=None, private=True, clients=1):
     ridge_weights`; O(d) floats a round, a round a CG iteration); with any other P
     ``"newton"`` up to d = ``AUTO_NEWTON_NONSMOOTH_MAX_DIM`` (Maros–Meszaros, n =
     649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s; NP dense
-    d = 2,000 with ℓ1: 52 rounds where it ran out of 300 s), else ``"admm"``.  With ``private`` (the default) the parties send only sums:
-    ``"newton-basis"`` (per-site forms) is not among the choices, and with a smooth P
-    ``"newton"`` (the Hessian's sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``.
+    d = 2,000 with ℓ1: 52 rounds where it ran out of 300 s), else ``"admm"``.  With
+    ``private`` (the default) the parties send only sums: ``"newton-basis"`` (per-site
+    forms) is not among the choices, and with a smooth P ``"newton"`` (the Hessian's
+    sum) runs up to d = ``AUTO_NEWTON_SMOOTH_MAX_DIM``.
     ``"newton"`` only while the ``clients``' Hessian triangles of a round take at most
     ``AUTO_NEWTON_MAX_BYTES`` together; past that the alternative of its P."""
     smooth = regularizer.ridge_weights(dim) is not None

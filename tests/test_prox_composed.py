@@ -165,7 +165,7 @@ def test_leading_ridge_is_smooth_for_the_newton_solvers():
     """A weighted ridge on the first k coordinates and nothing on the rest: ridge_weights
     gives (a/σ², 0), so inner="auto" takes Newton-CG above d = 2,000 (the Hessian's sum
     up to it) and the Newton step folds it into the smooth part; with an L1 part it is
-    not smooth (the dense Newton up to d = 1,000, then the ADMM)."""
+    not smooth (the dense Newton up to d = 2,000, then the ADMM)."""
     big_k = 2200
     sigma = rng.uniform(0.1, 10.0, big_k)
     P = prox.Leading(prox.SquaredL2(0.01), big_k, sigma)
