@@ -112,23 +112,31 @@ class AugmentedTerm:
     def hessvec(self, w, v):
         """The generalized Hessian times v, without forming it (None when a function
         that enters it has no Hessian)."""
+        return self.hessvecs(w, v[None])[0]
+
+    def hessvecs(self, w, V):
+        """:meth:`hessvec` of each row of V (the constraints' values and Jacobians at w
+        computed once): a list, None where a function has no Hessian."""
         party, beta = self.party, self.beta
-        Hv = party.f_hessvec(w, v) if self.objective else np.zeros(w.size)
-        if Hv is None:
-            return None
+        active = equalities = None
         if party.n_ineq:
             c, J = party.c_value_jac(w)
             p = np.maximum(self.mu + beta * c, 0.0)
             if p.any():
-                JA = J[p > 0]
-                Hc = party.c_hessvec(w, v, p)
-                if Hc is None:
-                    return None
-                Hv = Hv + beta * (JA.T @ (JA @ v)) + Hc
+                active = p, J[p > 0]
         if party.n_eq:
-            J = party.h_jac(w)
-            Hv = Hv + beta * (J.T @ (J @ v))
-        return Hv
+            equalities = party.h_jac(w)
+        out = []
+        for v in V:
+            Hv = party.f_hessvec(w, v) if self.objective else np.zeros(w.size)
+            if Hv is not None and active is not None:
+                Hc = party.c_hessvec(w, v, active[0])
+                JA = active[1]
+                Hv = None if Hc is None else Hv + beta * (JA.T @ (JA @ v)) + Hc
+            if Hv is not None and equalities is not None:
+                Hv = Hv + beta * (equalities.T @ (equalities @ v))
+            out.append(Hv)
+        return out
 
     def new_multipliers(self, w):
         """Step 3 of Algorithm 1 at w (see :meth:`step3`)."""

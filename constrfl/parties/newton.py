@@ -85,11 +85,16 @@ def newton_hvp(msg, state, ctx):
     term = (_violation_term(ctx.party) if msg.get("violation")
             else al_term(state, ctx.party))
     w, v = msg["w"], msg["v"]
-    Hv = term.hessvec(w, v)
-    if Hv is None:
-        eps = 1e-7 * (1.0 + float(np.max(np.abs(w)))) / max(float(np.max(np.abs(v))), 1e-300)
-        Hv = (term(w + eps * v, 1)[1] - term(w, 1)[1]) / eps
-    return {"hv": Hv}, state
+    V = v.reshape(-1, w.size)           # a block of vectors, one a row (a sketch)
+    products = [Hv if Hv is not None else _difference(term, w, u)
+                for u, Hv in zip(V, term.hessvecs(w, V))]
+    return {"hv": products[0] if len(products) == 1 else np.concatenate(products)}, state
+
+
+def _difference(term, w, v):
+    """∇²term(w)v by a finite difference of the term's gradients."""
+    eps = 1e-7 * (1.0 + float(np.max(np.abs(w)))) / max(float(np.max(np.abs(v))), 1e-300)
+    return (term(w + eps * v, 1)[1] - term(w, 1)[1]) / eps
 
 
 @handles(M.NEWTON_BASIS)

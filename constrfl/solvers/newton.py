@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from ..errors import NonFiniteIterate
 from ..messages import MessageType as M, trial_points, unpack_upper
@@ -81,6 +82,51 @@ MODEL_FORCING = 0.1
 #: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, in validation/results/
 #: bench_highdim_dense_l1.md)
 EXACT_STEP_MAX_DIM = 1000
+#: Newton-CG preconditions its CG by a Nyström approximation of Σᵢ∇²ALᵢ once a CG solve
+#: took more than SKETCH_AFTER products: one round, a block of SKETCH_SIZE products
+#: (fewer where d·SKETCH_SIZE passes SKETCH_MAX_ENTRIES, none below SKETCH_MIN_SIZE);
+#: measured (NP dense, 20 × 200 rows, ridge 1e-3): d = 2,000 892 -> 259 rounds, d = 5,000
+#: 1,097 -> 353 (validation/results/bench_highdim_dense.md); a sketch keeps only a step or
+#: two (right after one, CG took one product; a step later 8–26), so it is taken anew
+#: whenever CG takes long again
+SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_000_000
+
+
+def nystrom(Omega, Y):
+    """``{"U": U, "lam": λ}``, the Nyström approximation U diag(λ) Uᵀ of a PSD matrix A from its
+    sketch Y = AΩ (Ω orthonormal, d × m), shifted by ν = √d·ε·‖Y‖_F for stability
+    (Frangella, Tropp & Udell, "Randomized Nyström preconditioning", SIAM J. Matrix Anal.
+    Appl. 2023, Algorithm 2.1; B = Y_ν·L⁻ᵀ for ΩᵀY_ν = LLᵀ, and B's singular pairs from
+    the m × m BᵀB); None where ΩᵀY_ν is not positive definite (A not PSD)."""
+    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y)
+    Y = Y + nu * Omega
+    try:
+        L = np.linalg.cholesky(Omega.T @ Y)
+    except np.linalg.LinAlgError:
+        return None
+    B = solve_triangular(L, Y.T, lower=True).T
+    sq, V = np.linalg.eigh(B.T @ B)
+    keep = sq > 0
+    U = B @ (V[:, keep] / np.sqrt(sq[keep]))
+    return {"U": U[:, ::-1], "lam": np.maximum(sq[keep] - nu, 0.0)[::-1]}
+
+
+def orthonormal(rng, d, m):
+    """A random d × m matrix with orthonormal columns (Gaussian, orthonormalized by
+    Cholesky-QR)."""
+    G = rng.standard_normal((d, m))
+    return solve_triangular(np.linalg.cholesky(G.T @ G), G.T, lower=True).T
+
+
+def nystrom_solve(sketch, r, shift):
+    """P⁻¹r for the Nyström preconditioner of A + shift·I (ibid., (5.3)):
+    (λₘ + shift)·U(Λ + shift)⁻¹Uᵀr + (I − UUᵀ)r; r itself without a sketch, or where
+    λₘ + shift = 0 (no shift: the infeasibility check's subproblem)."""
+    if sketch is None or not sketch["lam"][-1] + shift > 0:
+        return r
+    U, lam = sketch["U"], sketch["lam"]
+    Ur = U.T @ r
+    return (lam[-1] + shift) * (U @ (Ur / (lam + shift))) + r - U @ Ur
 
 
 @saved_as("newton-state")
@@ -106,6 +152,8 @@ class NewtonState:
     slope: float = 0.0                # the slope of its line search
     t: float = 1.0                    # and the next step length to try
     cg: dict | None = None            # a running CG solve (Newton-CG)
+    cg_last: int = 0                  # the products its last solve took
+    sketch: dict | None = None        # its preconditioner (:func:`nystrom`)
     mark: tuple = (np.inf, np.inf)    # (Ψ, residual) at the last clear progress,
     since: int = 0                    # and the Newton steps taken since
 
@@ -145,6 +193,8 @@ class Newton:
         s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta)
         if self.model is not None:
             s.bases = {} if previous is None else previous.bases
+        if self.cg and previous is not None:        # the curvature changes little
+            s.cg_last, s.sketch = previous.cg_last, previous.sketch
         self._take(s, sums, wk, hessian=self.order == 2)
         return s
 
@@ -299,30 +349,58 @@ class Newton:
         return x + d, float(g @ d)
 
     def _cg(self, fed, s):
-        """Conjugate gradients on (∇²ψ) d = −g, one round per Hessian-vector product
-        (each party's ∇²ALᵢ(x)v; the server adds (1/η + λ)v), stopped at a residual
-        ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton, Nocedal & Wright §7.1)
-        or ``max_cg`` products.  Its state lives in ``s.cg`` between rounds."""
+        """Preconditioned conjugate gradients on (∇²ψ) d = −g, one round per
+        Hessian-vector product (each party's ∇²ALᵢ(x)v; the server adds (1/η + λ)v),
+        stopped at a residual ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton,
+        Nocedal & Wright §7.1) or ``max_cg`` products.  The preconditioner is the
+        Nyström approximation of Σᵢ∇²ALᵢ from a sketch (:meth:`_sketch`) with the
+        shift's least entry, taken anew when the last solve took more than
+        ``SKETCH_AFTER`` products; none before (plain CG).  Its state lives in ``s.cg``
+        between rounds."""
         g = s.g
+        shift = 1.0 / s.eta + self.ridge
+        least = float(np.min(shift))            # (a weighted ridge: its least weight)
         if s.cg is None:
-            s.cg = {"d": np.zeros_like(g), "r": -g, "p": -g, "rr": float(g @ g), "it": 0}
+            if s.cg_last > SKETCH_AFTER:
+                s.sketch = self._sketch(fed, s)
+            z = nystrom_solve(s.sketch, -g, least)
+            s.cg = {"d": np.zeros_like(g), "r": -g, "p": z, "rz": float(-g @ z),
+                    "rr": float(g @ g), "it": 0}
         c = s.cg
         gnorm = float(np.sqrt(g @ g))
         tol = min(0.5, np.sqrt(gnorm)) * gnorm
         while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
             sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
                                  include_server=True)
-            Ap = sums["hv"] + (1.0 / s.eta + self.ridge) * c["p"]
+            Ap = sums["hv"] + shift * c["p"]
             pAp = float(c["p"] @ Ap)
             if not pAp > 0:                  # no curvature along p: stop with what we have
                 break
-            alpha = c["rr"] / pAp
+            alpha = c["rz"] / pAp
             r = c["r"] - alpha * Ap
-            rr = float(r @ r)
+            z = nystrom_solve(s.sketch, r, least)
+            rz = float(r @ z)
             s.cg = c = {"d": c["d"] + alpha * c["p"], "r": r,
-                        "p": r + (rr / c["rr"]) * c["p"], "rr": rr, "it": c["it"] + 1}
-        s.cg = None
+                        "p": z + (rz / c["rz"]) * c["p"], "rz": rz, "rr": float(r @ r),
+                        "it": c["it"] + 1}
+        s.cg, s.cg_last = None, c["it"]
         return c["d"] if c["it"] else -g
+
+    def _sketch(self, fed, s):
+        """One round: the sum Σᵢ∇²ALᵢ(x)Ω of the parties' products with the m columns
+        of a random orthonormal Ω (m = ``SKETCH_SIZE``, at most ``SKETCH_MAX_ENTRIES``/d;
+        m·d floats up a party), and its Nyström approximation (none where m would be
+        below ``SKETCH_MIN_SIZE``).  Ω is drawn from a generator seeded by the step
+        count: the same in every run."""
+        d = s.x.size
+        m = min(SKETCH_SIZE, d, SKETCH_MAX_ENTRIES // d)
+        if m < SKETCH_MIN_SIZE:
+            return None
+        rng = np.random.default_rng(s.iterations)
+        Omega = orthonormal(rng, d, m)
+        sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": Omega.T.ravel(), **self.hvp_flags},
+                             include_server=True)
+        return nystrom(Omega, sums["hv"].reshape(m, d).T)
 
     def _fetch_bases(self, fed, s):
         """One ``newton.basis`` round when a party's basis is not complete yet

@@ -1,0 +1,107 @@
+"""Newton-CG's Nyström preconditioner (docs/algorithms.md §5): the approximation is
+exact for a matrix of rank below the sketch, so the preconditioned matrix is a multiple
+of the identity (a closed form); a party's block of products is its products one by
+one, bit for bit; a solve that sketches is optimal, certified by cvxpy on the pooled
+problem, and resumes bit for bit."""
+import numpy as np
+import pytest
+
+import constrfl as cf
+from constrfl.problems import neyman_pearson
+from constrfl.problems.datasets import make_classification
+from constrfl.problems.partition import stratified_split
+from constrfl.solvers import newton
+
+import builders
+
+
+def test_the_nystrom_approximation_of_a_low_rank_matrix_is_exact():
+    """rank A = 12 < m = 20: Â = A, and with λₘ = 0 the preconditioned matrix
+    P⁻¹(A + μI) is μI (Frangella, Tropp & Udell 2023, (5.3))."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 50))
+    A = X.T @ X
+    Omega = newton.orthonormal(rng, 50, 20)
+    assert np.allclose(Omega.T @ Omega, np.eye(20), atol=1e-12)
+    sketch = newton.nystrom(Omega, A @ Omega)
+    U, lam = sketch["U"], sketch["lam"]
+    assert np.all(np.diff(lam) <= 0)                         # descending
+    assert np.linalg.norm((U * lam) @ U.T - A) <= 1e-8 * np.linalg.norm(A)
+    mu = 0.3
+    v = rng.standard_normal(50)
+    assert np.allclose(newton.nystrom_solve(sketch, (A + mu * np.eye(50)) @ v, mu),
+                       mu * v, rtol=0, atol=1e-8 * np.linalg.norm(v))
+
+
+def test_without_a_shift_or_a_sketch_nothing_is_preconditioned():
+    r = np.arange(5.0)
+    assert newton.nystrom_solve(None, r, 1.0) is r
+    sketch = {"U": np.eye(5)[:, :2], "lam": np.array([2.0, 0.0])}
+    assert newton.nystrom_solve(sketch, r, 0.0) is r         # λₘ + shift = 0
+
+
+def _wide_problem():
+    """NP on 40 features (CG takes several products a step)."""
+    data = make_classification(n_samples=600, n_features=39, seed=3)
+    return neyman_pearson(data.X, data.y, stratified_split(data.y, 4, seed=3), 0.3,
+                          regularizer=cf.prox.SquaredL2(1e-3))
+
+
+def test_a_block_of_products_is_each_product(monkeypatch):
+    """``newton.hvp`` with a block of vectors (a sketch) answers each row's product, the
+    same bits as one vector a message."""
+    from constrfl.parties import newton as party_newton
+    from constrfl.parties.context import PartyContext
+    problem = _wide_problem()
+    party = problem.clients[0]
+    ctx = PartyContext(party, problem.regularizer)
+    state = {"beta": 10.0, "mu": np.full(party.n_ineq, 0.5), "nu": np.zeros(party.n_eq)}
+    rng = np.random.default_rng(1)
+    w, V = rng.standard_normal(problem.dim), rng.standard_normal((3, problem.dim))
+    block, _ = party_newton.newton_hvp({"w": w, "v": V.ravel()}, state, ctx)
+    one = [party_newton.newton_hvp({"w": w, "v": v}, state, ctx)[0]["hv"] for v in V]
+    assert block["hv"].tobytes() == np.concatenate(one).tobytes()
+
+
+def _sketching(monkeypatch):
+    """Sketch (12 products) whenever CG took a product; count the sketch rounds."""
+    from constrfl.federation import base
+    monkeypatch.setattr(newton, "SKETCH_AFTER", 0)
+    monkeypatch.setattr(newton, "SKETCH_SIZE", 12)
+    monkeypatch.setattr(newton, "SKETCH_MIN_SIZE", 4)
+    sketches, original = [], base.Federation.broadcast
+
+    def spy(self, kind, payload, *args, **kwargs):
+        if kind == "newton.hvp" and payload["v"].size > payload["w"].size:
+            sketches.append(payload["v"].size // payload["w"].size)
+        return original(self, kind, payload, *args, **kwargs)
+    monkeypatch.setattr(base.Federation, "broadcast", spy)
+    return sketches
+
+
+def test_a_preconditioned_newton_cg_solve_is_certified(monkeypatch):
+    problem = _wide_problem()
+    plain = cf.solve(problem, inner="newton-cg")
+    sketches = _sketching(monkeypatch)
+    res = cf.solve(problem, inner="newton-cg")
+    assert sketches and set(sketches) == {12}
+    assert res.status == "optimal"
+    assert cf.kkt(problem, res.w, res.multipliers).meets(1e-6, 1e-6)
+    assert cf.certify(problem, res).ok
+    assert np.max(np.abs(res.w - plain.w)) < 1e-4
+    assert res.rounds < plain.rounds
+
+
+def test_a_sketching_solve_interrupted_resumes_bit_for_bit(monkeypatch, tmp_path):
+    """The sketch is solver state: a solve interrupted after a sketch round, saved and
+    loaded, resumes to the uninterrupted solve bit for bit."""
+    problem = _wide_problem()
+    sketches = _sketching(monkeypatch)
+    cf.solve(problem, inner="newton-cg")
+    whole = len(sketches)                      # a whole solve's sketches
+    assert whole > 2
+    full, again = builders.resume_after_interrupt(      # stopped after its second sketch
+        monkeypatch, tmp_path, problem, lambda seen: len(sketches) >= 2 * whole + 2,
+        inner="newton-cg")
+    assert again.w.tobytes() == full.w.tobytes()
+    assert (again.rounds, again.bytes_up) == (full.rounds, full.bytes_up)
