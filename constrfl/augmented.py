@@ -112,31 +112,29 @@ class AugmentedTerm:
     def hessvec(self, w, v):
         """The generalized Hessian times v, without forming it (None when a function
         that enters it has no Hessian)."""
-        return self.hessvecs(w, v[None])[0]
+        return self._products(w, v, self.party.f_hessvec, self.party.c_hessvec)
 
     def hessvecs(self, w, V):
-        """:meth:`hessvec` of each row of V (the constraints' values and Jacobians at w
-        computed once): a list, None where a function has no Hessian."""
+        """:meth:`hessvec` of each row of V (m × d) at once (row losses in one pass over
+        their rows): an m × d array, or None."""
+        return self._products(w, V, self.party.f_hessvecs, self.party.c_hessvecs)
+
+    def _products(self, w, v, f_products, c_products):
         party, beta = self.party, self.beta
-        active = equalities = None
+        Hv = f_products(w, v) if self.objective else np.zeros(v.shape)
+        if Hv is None:
+            return None
         if party.n_ineq:
             c, J = party.c_value_jac(w)
             p = np.maximum(self.mu + beta * c, 0.0)
             if p.any():
-                active = p, J[p > 0]
+                Hc = c_products(w, v, p)
+                if Hc is None:
+                    return None
+                Hv = Hv + beta * _gauss_newton(J[p > 0], v) + Hc
         if party.n_eq:
-            equalities = party.h_jac(w)
-        out = []
-        for v in V:
-            Hv = party.f_hessvec(w, v) if self.objective else np.zeros(w.size)
-            if Hv is not None and active is not None:
-                Hc = party.c_hessvec(w, v, active[0])
-                JA = active[1]
-                Hv = None if Hc is None else Hv + beta * (JA.T @ (JA @ v)) + Hc
-            if Hv is not None and equalities is not None:
-                Hv = Hv + beta * (equalities.T @ (equalities @ v))
-            out.append(Hv)
-        return out
+            Hv = Hv + beta * _gauss_newton(party.h_jac(w), v)
+        return Hv
 
     def new_multipliers(self, w):
         """Step 3 of Algorithm 1 at w (see :meth:`step3`)."""
@@ -187,3 +185,8 @@ def pooled(funs):
             H = Hk if H is None else H + Hk
         return val, g, H
     return total
+
+
+def _gauss_newton(J, v):
+    """JᵀJ v, or JᵀJ times each row of a block v (m × d)."""
+    return J.T @ (J @ v) if v.ndim == 1 else (v @ J.T) @ J

@@ -27,6 +27,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 from . import kernels
 
@@ -164,6 +165,12 @@ class Function:
         H = self.hess(w, y)
         return None if H is None else H @ v
 
+    def hessvecs(self, w, V, y=None):
+        """:meth:`hessvec` of each row of V (m × d): an m × d array, or None.  Row losses
+        override it with one pass over their rows for the whole block."""
+        out = [self.hessvec(w, v, y) for v in V]
+        return None if any(h is None for h in out) else np.array(out)
+
     def value_grad(self, w):
         return self.value(w), self.grad(w)
 
@@ -290,6 +297,10 @@ class Sum(Function):
 
     def hessvec(self, w, v, y=None):
         return _total(f.hessvec(w, v, a if y is None else a * y)
+                      for f, a in zip(self.terms, self.weights))
+
+    def hessvecs(self, w, V, y=None):
+        return _total(f.hessvecs(w, V, a if y is None else a * y)
                       for f, a in zip(self.terms, self.weights))
 
     def minibatch_grad(self, w, rng, batch_size=None):
@@ -529,6 +540,12 @@ class _RowLoss(Function):
         self.n_samples = n
         self._kernel_rows()
 
+    def _weighted_gram(self, weights, V, y=None):
+        """``(1/S) Xᵀ diag(weights) X`` times each row of V (times ``y``): the row
+        losses' Hessian products for a block, two products with X."""
+        out = np.asarray((self.X.T @ (weights[:, None] * (self.X @ V.T))).T) / np.sum(self.s)
+        return out if y is None else y * out
+
     def _kernel_rows(self, as_csr=None):
         """What the kernels are given: scipy.sparse input as its CSR; a dense X itself,
         or its CSR when X is sparse enough for that to be faster (the kernels give the
@@ -587,6 +604,9 @@ class LeastSquares(_RowLoss):
         Hv = kernels.lsq_hessvec(self._Xk, self.s, v)
         return Hv if y is None else y * Hv
 
+    def hessvecs(self, w, V, y=None):
+        return self._weighted_gram(self.s, V, y)
+
     def cvxpy(self, w):
         import cvxpy as cp
         r = np.sqrt(self.s)
@@ -620,6 +640,10 @@ class LogisticLoss(_RowLoss):
     def hessvec(self, w, v, y=None):
         Hv = kernels.logistic_hessvec(self._Xk, self.y, self.s, w, v)
         return Hv if y is None else y * Hv
+
+    def hessvecs(self, w, V, y=None):
+        sigma = expit(self.X @ w)
+        return self._weighted_gram(self.s * sigma * (1.0 - sigma), V, y)
 
     def cvxpy(self, w):
         import cvxpy as cp
@@ -714,6 +738,9 @@ class Cached(Function):
     def hessvec(self, w, v, y=None):
         return self.f.hessvec(w, v, y)
 
+    def hessvecs(self, w, V, y=None):
+        return self.f.hessvecs(w, V, y)
+
     def minibatch_grad(self, w, rng, batch_size=None):
         return self.f.minibatch_grad(w, rng, batch_size)
 
@@ -756,6 +783,10 @@ class Rescaled(Function):
     def hessvec(self, w, v, y=None):
         Hv = self.f.hessvec(self.D * w, self.D * v, y)
         return None if Hv is None else self.D * Hv
+
+    def hessvecs(self, w, V, y=None):
+        HV = self.f.hessvecs(self.D * w, V * self.D, y)
+        return None if HV is None else HV * self.D
 
     def minibatch_grad(self, w, rng, batch_size=None):
         return self.f.minibatch_grad(self.D * w, rng, batch_size) * self.D

@@ -141,23 +141,37 @@ class Party:
 
     def f_hessvec(self, w, v):
         """∇²fᵢ(w) v (zeros without an objective, None when it has no Hessian)."""
+        return self._f_products("hessvec", w, v)
+
+    def f_hessvecs(self, w, V):
+        """∇²fᵢ(w) times each row of V (m × d), likewise."""
+        return self._f_products("hessvecs", w, V)
+
+    def _f_products(self, method, w, v):
         if self.objective is None:
-            return np.zeros_like(w)
-        Hv = _call("objective", self.objective, "hessvec", w, v)
-        return None if Hv is None else _checked("objective", "Hessian product", Hv, (w.size,))
+            return np.zeros(v.shape)
+        Hv = _call("objective", self.objective, method, w, v)
+        return None if Hv is None else _checked("objective", "Hessian product", Hv, v.shape)
 
     def c_hessvec(self, w, v, y):
         """``Σⱼ yⱼ ∇²cⱼ(w) v`` over the stacked inequality rows (None if a constraint with
         a nonzero weight has no Hessian)."""
-        out, start = np.zeros_like(w), 0
+        return self._c_products("hessvec", w, v, y)
+
+    def c_hessvecs(self, w, V, y):
+        """:meth:`c_hessvec` of each row of V (m × d)."""
+        return self._c_products("hessvecs", w, V, y)
+
+    def _c_products(self, method, w, v, y):
+        out, start = np.zeros(v.shape), 0
         for k, (c, m) in enumerate(zip(self.constraints, self.ineq_sizes)):
             yc = y[start] if c.size is None else y[start:start + m]
             start += m
             if np.any(yc != 0) and not c.is_affine:
-                Hv = _call(f"constraints[{k}]", c, "hessvec", w, v, yc)
+                Hv = _call(f"constraints[{k}]", c, method, w, v, yc)
                 if Hv is None:
                     return None
-                out = out + _checked(f"constraints[{k}]", "Hessian product", Hv, (w.size,))
+                out = out + _checked(f"constraints[{k}]", "Hessian product", Hv, v.shape)
         return out
 
     def c_value(self, w):

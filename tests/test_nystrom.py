@@ -47,9 +47,9 @@ def _wide_problem():
                           regularizer=cf.prox.SquaredL2(1e-3))
 
 
-def test_a_block_of_products_is_each_product(monkeypatch):
-    """``newton.hvp`` with a block of vectors (a sketch) answers each row's product, the
-    same bits as one vector a message."""
+def test_a_block_of_products_is_each_product():
+    """``newton.hvp`` with a block of vectors (a sketch) answers each row's product (one
+    pass over the rows for the block: the same products to rounding)."""
     from constrfl.parties import newton as party_newton
     from constrfl.parties.context import PartyContext
     problem = _wide_problem()
@@ -59,8 +59,31 @@ def test_a_block_of_products_is_each_product(monkeypatch):
     rng = np.random.default_rng(1)
     w, V = rng.standard_normal(problem.dim), rng.standard_normal((3, problem.dim))
     block, _ = party_newton.newton_hvp({"w": w, "v": V.ravel()}, state, ctx)
-    one = [party_newton.newton_hvp({"w": w, "v": v}, state, ctx)[0]["hv"] for v in V]
-    assert block["hv"].tobytes() == np.concatenate(one).tobytes()
+    one = np.concatenate([party_newton.newton_hvp({"w": w, "v": v}, state, ctx)[0]["hv"]
+                          for v in V])
+    assert np.allclose(block["hv"], one, rtol=1e-12, atol=1e-12 * np.abs(one).max())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_each_function_multiplies_a_block_as_its_rows(sparse):
+    """Every function's ``hessvecs`` (the row losses' own, the wrappers', the default
+    loop) is its ``hessvec`` of each row."""
+    import scipy.sparse as sps
+    from constrfl import functions as fn
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((30, 8)) * (rng.random((30, 8)) < 0.5)
+    X = sps.csr_array(X) if sparse else X
+    y = (rng.random(30) < 0.4).astype(float)
+    A = rng.standard_normal((8, 8))
+    w, V = rng.standard_normal(8), rng.standard_normal((4, 8))
+    for f in [fn.LogisticLoss(X, y, sample_weight=rng.random(30) + 0.5),
+              fn.LeastSquares(X, rng.standard_normal(30)),
+              fn.LogisticLoss(X, y) + 0.5 * fn.SquaredNorm(),
+              fn.Quadratic(A @ A.T, np.ones(8)),
+              fn.Rescaled(fn.LogisticLoss(X, y), rng.random(8) + 0.5)]:
+        one = np.array([f.hessvec(w, v, 0.7) for v in V])
+        assert np.allclose(f.hessvecs(w, V, 0.7), one, rtol=1e-12,
+                           atol=1e-12 * np.abs(one).max()), f
 
 
 def _sketching(monkeypatch):

@@ -85,10 +85,14 @@ def newton_hvp(msg, state, ctx):
     term = (_violation_term(ctx.party) if msg.get("violation")
             else al_term(state, ctx.party))
     w, v = msg["w"], msg["v"]
+    if v.size == w.size:
+        Hv = term.hessvec(w, v)
+        return {"hv": _difference(term, w, v) if Hv is None else Hv}, state
     V = v.reshape(-1, w.size)           # a block of vectors, one a row (a sketch)
-    products = [Hv if Hv is not None else _difference(term, w, u)
-                for u, Hv in zip(V, term.hessvecs(w, V))]
-    return {"hv": products[0] if len(products) == 1 else np.concatenate(products)}, state
+    HV = term.hessvecs(w, V)
+    if HV is None:
+        HV = np.array([_difference(term, w, u) for u in V])
+    return {"hv": HV.ravel()}, state
 
 
 def _difference(term, w, v):
