@@ -305,7 +305,9 @@ def highdim(args):
     """Run the high-dimensional rows, each call in its own process (``--in-process``:
     here), and write ``bench_highdim.md``."""
     T, TC = args.max_time, args.clarabel_max_time or args.max_time
-    cases = [c for c in hd_cases(args.quick) if args.cases is None or args.cases in c[0]]
+    wanted = None if args.cases is None else args.cases.split("|")
+    cases = [c for c in hd_cases(args.quick)
+             if wanted is None or any(text in c[0] for text in wanted)]
     if not cases:
         raise SystemExit(f"no high-dimensional case contains {args.cases!r}")
     C.one_thread_per_worker()
@@ -354,7 +356,8 @@ def highdim(args):
            f"thread, killed {HD_GRACE:g} s past its time limit (status `killed`), after "
            "an untimed warm-up solve of two tiny problems with the same solver (for "
            "constrfl a third: the sparse one with L1 and `inner=\"newton-basis\"`)")
-    head = ([f"cases: only those whose name contains {args.cases!r} (`--cases`)"]
+    head = ([f"cases: only those whose name contains {' or '.join(map(repr, wanted))} "
+             "(`--cases`)"]
             if args.cases else []) + [
         f"time limits: ours `max_time` = {T:g} s; Clarabel `time_limit` = {TC:g} s"
         + (" (cut below ours to keep the run short)" if TC < T else "")
@@ -438,8 +441,8 @@ def main(argv=None):
                          "each (no kill at the time limit; implied by --quick)")
     ap.add_argument("--no-clarabel", action="store_true",
                     help="--highdim: skip the Clarabel rows")
-    ap.add_argument("--cases", default=None, metavar="TEXT",
-                    help="--highdim: only the cases whose name contains TEXT")
+    ap.add_argument("--cases", default=None, metavar="TEXT[|TEXT...]",
+                    help="--highdim: only the cases whose name contains one of the TEXTs")
     ap.add_argument("--note", action="append", default=[],
                     help="--highdim: a line for the header")
     C.add_output_args(ap, "bench.md")
