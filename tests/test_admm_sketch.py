@@ -9,7 +9,7 @@ import constrfl as cf
 import constrfl.solvers.admm as admm
 from constrfl import functions as fn, prox
 from constrfl.federation import inprocess
-from constrfl.solvers.admm import nystrom, random_sketch
+from constrfl.solvers.sketch import nystrom, random_sketch
 
 
 def wide_np(d=40, n=4, seed=5, regularizer=prox.SquaredL2(0.05)):

@@ -68,9 +68,9 @@ from ..errors import NonFiniteIterate
 from ..messages import MessageType as M, unpack_upper
 from ..prox import L1, SquaredL2, Zero
 from ..records import saved_as
+from .sketch import nystrom, random_sketch
 
-__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "nystrom", "random_sketch",
-           "metric_prox_step"]
+__all__ = ["ADMM", "ADMMState", "METRIC_MAX_DIM", "metric_prox_step"]
 
 #: the penalty metrics Rᵢ = ρᵢI + JᵢᵀJᵢ as their sum, a d×d matrix sent once a subproblem
 #: as d(d+1)/2 sums, up to this d; above it as a sketch (ΣJᵢᵀJᵢ)Ω of k columns
@@ -256,28 +256,6 @@ class ADMM:
             s.done = s.converged
         s.done = True
         return s.w, s.converged
-
-
-def random_sketch(d, k):
-    """The sketch's Ω: the orthonormal Q of a d×k Gaussian matrix (fixed seed: the same
-    Ω for the blocks' sketches and for :func:`nystrom`)."""
-    return np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
-
-
-def nystrom(Y, Omega):
-    """``(U, λ)`` with A = U diag(λ) Uᵀ from the sketch Y = AΩ of a PSD A (λ > 0 only):
-    the stabilized Nyström approximation (Tropp, Yurtsever, Udell & Cevher, SIAM J.
-    Matrix Anal. Appl. 2017, Alg. 3), exact up to rounding when rank A < k or k = d, as
-    here (rank ΣJᵢᵀJᵢ ≤ m, k = min(m + 8, d))."""
-    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y, 2)
-    Y_nu = Y + nu * Omega
-    B = Omega.T @ Y_nu
-    C = np.linalg.cholesky((B + B.T) / 2)
-    E = np.linalg.solve(C, Y_nu.T).T                  # Y_nu C⁻ᵀ
-    U, sigma, _ = np.linalg.svd(E, full_matrices=False)
-    lam = sigma ** 2 - nu
-    keep = lam > nu * Y.shape[1]
-    return U[:, keep], lam[keep]
 
 
 def metric_prox_step(P, r, sigma, U, lam):

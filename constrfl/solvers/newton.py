@@ -28,7 +28,7 @@ Newton-CG (``inner="newton-cg"``, a smooth P): no Hessians travel; the Newton di
 is found by conjugate gradients, one round per Hessian-vector product (d floats up per
 party), truncated by a forcing term (:meth:`Newton._cg`), preconditioned once CG takes
 long by the Nyström approximation of a sketch Σᵢ∇²ALᵢΩ, a round of m products
-(:func:`nystrom`, docs/algorithms.md (N1)–(N2)).  For large d.
+(:mod:`.sketch`, docs/algorithms.md (N1)–(N2)).  For large d.
 
 Newton in the row bases (``inner="newton-basis"``, a smooth P): a party of row losses
 sends its Hessian as the r×r core of (B1) (:mod:`constrfl.rowspace`), r its number of
@@ -42,7 +42,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from ..errors import NonFiniteIterate
 from ..messages import MessageType as M, trial_points, unpack_upper
@@ -51,6 +50,7 @@ from ..records import saved_as
 from ..rowspace import BASIS_COLUMNS
 from ..local import accept_step, newton_direction
 from .proxstep import prox_newton_point
+from .sketch import nystrom, random_sketch
 from .subspace import BasisModel, ModelHessian
 
 __all__ = ["Newton", "NewtonState", "STALL_STEPS", "TRIAL_STEPS", "EXACT_STEP_MAX_DIM"]
@@ -94,37 +94,13 @@ EXACT_STEP_MAX_DIM = 1000
 SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_000_000
 
 
-def nystrom(Omega, Y):
-    """``{"U": U, "lam": λ}``, the Nyström approximation U diag(λ) Uᵀ of a PSD matrix A from its
-    sketch Y = AΩ (Ω orthonormal, d × m), shifted by ν = √d·ε·‖Y‖_F for stability
-    (Frangella, Tropp & Udell, "Randomized Nyström preconditioning", SIAM J. Matrix Anal.
-    Appl. 2023, Algorithm 2.1; B = Y_ν·L⁻ᵀ for ΩᵀY_ν = LLᵀ, and B's singular pairs from
-    the m × m BᵀB); None where ΩᵀY_ν is not positive definite (A not PSD)."""
-    nu = np.sqrt(Y.shape[0]) * np.finfo(float).eps * np.linalg.norm(Y)
-    Y = Y + nu * Omega
-    try:
-        L = np.linalg.cholesky(Omega.T @ Y)
-    except np.linalg.LinAlgError:
-        return None
-    B = solve_triangular(L, Y.T, lower=True).T
-    sq, V = np.linalg.eigh(B.T @ B)
-    keep = sq > 0
-    U = B @ (V[:, keep] / np.sqrt(sq[keep]))
-    return {"U": U[:, ::-1], "lam": np.maximum(sq[keep] - nu, 0.0)[::-1]}
-
-
-def orthonormal(rng, d, m):
-    """A random d × m matrix with orthonormal columns (Gaussian, orthonormalized by
-    Cholesky-QR)."""
-    G = rng.standard_normal((d, m))
-    return solve_triangular(np.linalg.cholesky(G.T @ G), G.T, lower=True).T
-
-
 def nystrom_solve(sketch, r, shift):
-    """P⁻¹r for the Nyström preconditioner of A + shift·I (ibid., (5.3)):
-    (λₘ + shift)·U(Λ + shift)⁻¹Uᵀr + (I − UUᵀ)r; r itself without a sketch, or where
-    λₘ + shift = 0 (no shift: the infeasibility check's subproblem)."""
-    if sketch is None or not sketch["lam"][-1] + shift > 0:
+    """P⁻¹r for the Nyström preconditioner of A + shift·I from A ≈ U diag(λ) Uᵀ
+    (:func:`~.sketch.nystrom`; Frangella, Tropp & Udell, "Randomized Nyström
+    preconditioning", SIAM J. Matrix Anal. Appl. 2023, (5.3)):
+    (λₘ + shift)·U(Λ + shift)⁻¹Uᵀr + (I − UUᵀ)r, λₘ the least λ; r itself without a
+    sketch."""
+    if sketch is None:
         return r
     U, lam = sketch["U"], sketch["lam"]
     Ur = U.T @ r
@@ -155,7 +131,7 @@ class NewtonState:
     t: float = 1.0                    # and the next step length to try
     cg: dict | None = None            # a running CG solve (Newton-CG)
     cg_last: int = 0                  # the products its last solve took
-    sketch: dict | None = None        # its preconditioner (:func:`nystrom`)
+    sketch: dict | None = None        # its preconditioner: U, λ (:func:`.sketch.nystrom`)
     mark: tuple = (np.inf, np.inf)    # (Ψ, residual) at the last clear progress,
     since: int = 0                    # and the Newton steps taken since
 
@@ -398,11 +374,14 @@ class Newton:
         m = min(SKETCH_SIZE, d, SKETCH_MAX_ENTRIES // d)
         if m < SKETCH_MIN_SIZE:
             return None
-        rng = np.random.default_rng(s.iterations)
-        Omega = orthonormal(rng, d, m)
+        Omega = random_sketch(d, m, seed=s.iterations)
         sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": Omega.T.ravel(), **self.hvp_flags},
                              include_server=True)
-        return nystrom(Omega, sums["hv"].reshape(m, d).T)
+        try:
+            U, lam = nystrom(sums["hv"].reshape(m, d).T, Omega)
+        except np.linalg.LinAlgError:                 # not PSD (a nonconvex term)
+            return None
+        return {"U": U, "lam": lam} if lam.size else None
 
     def _fetch_bases(self, fed, s):
         """One ``newton.basis`` round when a party's basis is not complete yet
