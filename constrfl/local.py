@@ -1,9 +1,10 @@
 """Local solvers and the pieces of (proximal) Newton steps.
 
 * :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search for a smooth,
-  strongly convex function; L-BFGS (scipy) when no Hessian is available.  Stops when
-  ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler (compiled for a
-  party of stacked row losses: :func:`~constrfl.kernels.stacked_minimize`).
+  strongly convex function; L-BFGS (scipy's, with one BLAS thread at large d) when no
+  Hessian is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19)
+  inside its ADMM handler (compiled for a party of stacked row losses:
+  :func:`~constrfl.kernels.stacked_minimize`).
 * :func:`newton_direction`, :func:`accept_step`: the steps of the server's Newton method
   (:mod:`.newton`; its proximal step: :mod:`.proxstep`); the acceptance test is the
   compiled local Newton's too (:mod:`.block`).
@@ -12,12 +13,14 @@ Smooth functions follow the protocol of :mod:`.augmented`: ``fun(x, order)``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
 from scipy.linalg import lapack
+from threadpoolctl import threadpool_limits
 
 from . import kernels
 from .block import step_accepted
@@ -45,6 +48,11 @@ def positive_model(H, floor):
 #: it by NumPy's Cholesky and compiled triangular solves (SciPy's multithreaded LAPACK
 #: competes with NumPy's BLAS threads: measured 3× slower cProx-AL on the LCQP, d = 500)
 DIRECT_LAPACK_MAX_DIM = 64
+#: above this dimension L-BFGS runs with one BLAS thread (:func:`_lbfgs`): OpenBLAS
+#: threads a vector operation above 10,000 entries (measured: a NumPy dot and a SciPy
+#: ddot in turn, 9 µs the pair at 10,000 entries, 9.7 ms at 10,001); below, setting the
+#: limit (~1 ms) would cost more than it saves
+LBFGS_ONE_THREAD_ABOVE = 10_000
 
 
 def newton_direction(H, g):
@@ -107,10 +115,20 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
 
 
 def _lbfgs(fun, x0, tol, max_iter):
-    res = scipy.optimize.minimize(lambda x: fun(x, 1)[:2], x0, jac=True, method="L-BFGS-B",
-                                  options={"gtol": tol, "ftol": 0.0, "maxcor": 20,
-                                           "maxiter": 50 * max_iter})
-    r = float(np.max(np.abs(fun(res.x, 1)[1])))
+    """scipy's L-BFGS-B, with one BLAS thread above ``LBFGS_ONE_THREAD_ABOVE`` entries.
+    NumPy and SciPy each bring their own OpenBLAS and thread pool; L-BFGS-B's vector
+    operations (SciPy's) alternating with those of ``fun`` (NumPy's) made each pool wait
+    for the other's spinning threads: ~8 ms a switch on two cores once a vector passes
+    10,000 entries (measured: NP sparse d = 20,000 with ℓ1, the ADMM's clients: 22
+    rounds in 30 s, 112 with the limit).  One thread is also what the benchmarks run."""
+    limit = (threadpool_limits(1, user_api="blas") if x0.size > LBFGS_ONE_THREAD_ABOVE
+             else contextlib.nullcontext())
+    with limit:
+        res = scipy.optimize.minimize(lambda x: fun(x, 1)[:2], x0, jac=True,
+                                      method="L-BFGS-B",
+                                      options={"gtol": tol, "ftol": 0.0, "maxcor": 20,
+                                               "maxiter": 50 * max_iter})
+        r = float(np.max(np.abs(fun(res.x, 1)[1])))
     return LocalResult(res.x, int(res.nit), r, r <= tol)
 
 

@@ -277,6 +277,29 @@ def test_lbfgs_local_solver_matches_newton():
     assert np.max(np.abs(a.w - b.w)) <= 1e-5
 
 
+@pytest.mark.parametrize("extra", [0, 1])
+def test_lbfgs_above_the_limit_runs_with_one_blas_thread(extra):
+    """NumPy's and SciPy's OpenBLAS pools must not alternate in L-BFGS (constrfl.local:
+    ~8 ms a switch on two cores): above LBFGS_ONE_THREAD_ABOVE every BLAS library runs
+    one thread while L-BFGS evaluates (after minimize_smooth's first evaluation, which
+    finds no Hessian); at the limit the user's setting stands.  The answer is the closed
+    form: the minimizer a of ½‖x − a‖²."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    from constrfl.local import LBFGS_ONE_THREAD_ABOVE, minimize_smooth
+    d = LBFGS_ONE_THREAD_ABOVE + extra
+    a = np.linspace(-1.0, 1.0, d)
+    seen = []
+
+    def fun(x, order=2):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return 0.5 * float((x - a) @ (x - a)), x - a, None
+    with threadpool_limits(2, user_api="blas"):
+        res = minimize_smooth(fun, np.zeros(d), 1e-10)
+    assert res.converged and np.max(np.abs(res.x - a)) <= 1e-10
+    assert len(seen) > 2 and 2 in seen[0]       # (a library built for one thread keeps 1)
+    assert all(threads == ({1} if extra else seen[0]) for threads in seen[1:])
+
+
 @pytest.mark.parametrize("extra, expected", [(0, "newton"), (1, "lbfgs")])
 def test_local_solver_auto_forms_no_dense_hessian_above_the_limit(extra, expected):
     from constrfl.api import AUTO_NEWTON_MAX_DIM
