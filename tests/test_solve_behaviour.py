@@ -296,7 +296,9 @@ def test_lbfgs_above_the_limit_runs_with_one_blas_thread(extra):
     with threadpool_limits(2, user_api="blas"):
         res = minimize_smooth(fun, np.zeros(d), 1e-10)
     assert res.converged and np.max(np.abs(res.x - a)) <= 1e-10
-    assert len(seen) > 2 and 2 in seen[0]       # (a library built for one thread keeps 1)
+    assert len(seen) > 2
+    if 2 not in seen[0]:
+        pytest.skip("no BLAS here runs two threads (one core, or built for one)")
     assert all(threads == ({1} if extra else seen[0]) for threads in seen[1:])
 
 

@@ -104,7 +104,7 @@ def nystrom_solve(sketch, r, shift):
         return r
     U, lam = sketch["U"], sketch["lam"]
     Ur = U.T @ r
-    return (lam[-1] + shift) * (U @ (Ur / (lam + shift))) + r - U @ Ur
+    return r + U @ ((lam[-1] + shift) / (lam + shift) * Ur - Ur)
 
 
 @saved_as("newton-state")
