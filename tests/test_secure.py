@@ -129,8 +129,9 @@ def test_a_curious_server_reads_noise_in_each_upload(monkeypatch):
     """Everything the server receives in a secure Newton solve (recorded at
     ``_exchange``): each site's upload is uniform in the ring (its bytes' frequencies
     pass a χ² test, all uploads together at the 0.1% level; the keys seeded), and no
-    field of it correlates with the site's XᵢᵀXᵢ or Xᵢᵀyᵢ, where the same record of a plain solve has the Hessian sum's
-    correlation 1; the uploads' exact sum is the plain sum."""
+    field of it correlates with the site's XᵢᵀXᵢ or Xᵢᵀyᵢ, where the same record of a
+    plain solve has the Hessian sum's correlation 1; the uploads' exact sum is the plain
+    sum."""
     p, data = least_squares_sites()
     seeded_keys(monkeypatch)
     seen = record_uploads(monkeypatch)

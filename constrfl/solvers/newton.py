@@ -88,7 +88,7 @@ EXACT_STEP_MAX_DIM = 1000
 #: took more than SKETCH_AFTER products: one round, a block of SKETCH_SIZE products
 #: (fewer where d·SKETCH_SIZE passes SKETCH_MAX_ENTRIES, none below SKETCH_MIN_SIZE);
 #: measured (NP dense, 20 × 200 rows, ridge 1e-3): d = 2,000 892 -> 259 rounds, d = 5,000
-#: 1,097 -> 538 (validation/results/bench_highdim_dense.md); a sketch keeps only a step or
+#: 1,097 -> 474 (validation/results/bench_highdim_dense.md); a sketch keeps only a step or
 #: two (right after one, CG took one product; a step later 8–26), so it is taken anew
 #: whenever CG takes long again (after 6 products instead of 4: d = 2,000 318 rounds)
 SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_000_000
