@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 from scipy.linalg import lapack
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import kernels
 from .block import step_accepted
@@ -50,9 +50,13 @@ def positive_model(H, floor):
 DIRECT_LAPACK_MAX_DIM = 64
 #: above this dimension L-BFGS runs with one BLAS thread (:func:`_lbfgs`): OpenBLAS
 #: threads a vector operation above 10,000 entries (measured: a NumPy dot and a SciPy
-#: ddot in turn, 9 µs the pair at 10,000 entries, 9.7 ms at 10,001); below, setting the
-#: limit (~1 ms) would cost more than it saves
+#: ddot in turn, 9 µs the pair at 10,000 entries, 9.7 ms at 10,001); below there are no
+#: threads to wait for
 LBFGS_ONE_THREAD_ABOVE = 10_000
+#: the process's BLAS libraries (NumPy's and SciPy's, loaded by the imports above), found
+#: once: ``threadpool_limits`` scans the process's libraries at every call (1.7 ms, in a
+#: local solve of every client in every round), a limit on the found ones takes 0.02 ms
+_BLAS_POOLS = ThreadpoolController()
 
 
 def newton_direction(H, g):
@@ -121,8 +125,8 @@ def _lbfgs(fun, x0, tol, max_iter):
     for the other's spinning threads: ~8 ms a switch on two cores once a vector passes
     10,000 entries (measured: NP sparse d = 20,000 with ℓ1, the ADMM's clients: 22
     rounds in 30 s, 112 with the limit).  One thread is also what the benchmarks run."""
-    limit = (threadpool_limits(1, user_api="blas") if x0.size > LBFGS_ONE_THREAD_ABOVE
-             else contextlib.nullcontext())
+    limit = (_BLAS_POOLS.limit(limits=1, user_api="blas")
+             if x0.size > LBFGS_ONE_THREAD_ABOVE else contextlib.nullcontext())
     with limit:
         res = scipy.optimize.minimize(lambda x: fun(x, 1)[:2], x0, jac=True,
                                       method="L-BFGS-B",
