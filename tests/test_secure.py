@@ -221,6 +221,21 @@ def test_masks_over_a_sparse_ring_cancel_and_hide_each_upload():
             assert partial.any()
 
 
+def test_an_upload_of_no_entries_is_sent_as_it_is():
+    """Sums of no entries (every sum field of a reply empty) have nothing to hide: each
+    client returns them unchanged, with or without a cohort, and the next message's
+    masks still cancel (it used to divide by the message's length: ZeroDivisionError,
+    a client error in a secure solve)."""
+    clients = clients_masks(4, 2)
+    for cohort in (None, (0, 1, 3)):
+        for c in clients if cohort is None else [clients[i] for i in cohort]:
+            assert mask_of(c, 3, 0, cohort).shape == (0, 4)
+    total = np.zeros((6, 4), dtype=np.uint64)
+    for c in clients:
+        add_into(total, mask_of(c, 4, 6))
+    assert not total.any()
+
+
 def test_the_mask_stream_is_the_librarys_aes_ctr():
     """PRGᵢⱼ(seq) is AES-128-CTR under the pair's key with the counter starting at
     seq·2⁶⁴, as the library's own CTR mode computes it, bit for bit (the per-pair AES

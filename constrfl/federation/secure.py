@@ -200,8 +200,11 @@ class Masks:
         message of that batch takes the start of its mask from it, and computes alone
         only what a longer message needs beyond it.  A message outside the batch starts
         a new one, unless it is too long for :data:`AHEAD_LEAST` of them to fit; then,
-        and in a round to a cohort, its mask is computed alone."""
+        and in a round to a cohort, its mask is computed alone.  Sums of no entries (a
+        message whose sum fields are all empty) are returned as they are."""
         entries = sums.shape[0]
+        if entries == 0:            # an upload of empty fields: nothing to hide
+            return sums
         if cohort is not None:
             self.streams(seq, 1, entries, cohort, into=sums)
             return sums
