@@ -4,7 +4,7 @@ the same run; rounds, seconds (the least of ``--repeats``: the run least disturb
 other processes on a shared machine), their ratio, and whether
 the answers are equal bit for bit.
 
-    python validation/secure_cost.py [--repeats 3] [--update-results]
+    python validation/secure_cost.py [--repeats 3] [--parts] [--update-results]
         # -> validation/results/secure_cost.md
 
 Cases: NP (30) on breast-cancer-wisconsin at 20 sites (d = 10) with the federated Newton
@@ -14,13 +14,23 @@ federated Newton (its Hessian triangle: 5,050 entries an upload) and Newton-CG. 
 (``--neighbours`` to change).  In one process the n sites' masks are computed one after
 the other: k AES-CTR streams a site and message, O(n·k·E) a round for uploads of E
 entries, where a deployment's sites compute theirs at once.
+
+``--parts``: where the first case's extra time goes, the same solve with parts of the
+masking left out, all four alternately: plain; secure with each client's
+``Masks.mask_into`` returning its sums as they are (the key round, the key pairs and the
+transport fields, no pair keys, no masks); with the pair keys derived but the AES
+streams and their ring sums replaced by zeros; whole.  (The parts are left out by
+replacing those two methods in this process only: a measurement, not a mode.)
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C                                                # noqa: E402
@@ -29,6 +39,7 @@ import constrfl as cf                                             # noqa: E402
 from constrfl.problems import neyman_pearson                      # noqa: E402
 from constrfl.problems.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
 from constrfl.problems.partition import stratified_split          # noqa: E402
+from constrfl.federation.secure import Masks                       # noqa: E402
 
 SITES = 20
 
@@ -61,12 +72,58 @@ def measure(problem, options, repeats, secure):
     return out[False], out[True], min(times[False]), min(times[True])
 
 
+def _no_masks(self, seq, sums, cohort=None):
+    return sums
+
+
+def _no_streams(self, seq, count, entries, cohort, into=None, start=0):
+    self.pairs(cohort)                      # the pair keys, as the real streams derive them
+    out = np.zeros((count * entries, 4), dtype=np.uint64) if into is None else into
+    return out.reshape(count, entries, 4)
+
+
+#: the variants of ``--parts``: (label, secure, {Masks method: replacement})
+PARTS = [("plain", False, {}),
+         ("secure, no pair keys and no masks", True, {"mask_into": _no_masks}),
+         ("secure, pair keys, masks of zeros", True, {"streams": _no_streams}),
+         ("secure, whole", True, {})]
+
+
+@contextlib.contextmanager
+def replaced(methods):
+    """``Masks``' methods replaced by ``methods`` for the block's duration."""
+    saved = {name: getattr(Masks, name) for name in methods}
+    try:
+        for name, f in methods.items():
+            setattr(Masks, name, f)
+        yield
+    finally:
+        for name, f in saved.items():
+            setattr(Masks, name, f)
+
+
+def measure_parts(problem, options, repeats):
+    """``[(label, least ms, median ms)]`` of :data:`PARTS`, alternately, after one of
+    each."""
+    times = {label: [] for label, _, _ in PARTS}
+    for i in range(repeats + 1):
+        for label, secure, methods in PARTS:
+            with replaced(methods):
+                t = time.perf_counter()
+                cf.solve(problem, secure=secure, **options)
+                if i:
+                    times[label].append(time.perf_counter() - t)
+    return [(label, 1e3 * min(v), 1e3 * float(np.median(v))) for label, v in times.items()]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--data", default=None)
     ap.add_argument("--neighbours", type=int, default=None,
                     help="secure=k (default: secure=True, 4 neighbours)")
+    ap.add_argument("--parts", action="store_true",
+                    help="also the first case with parts of the masking left out")
     ap.add_argument("--note", action="append", default=[])
     C.add_output_args(ap, "secure_cost.md")
     a = ap.parse_args(argv)
@@ -93,6 +150,20 @@ def main(argv=None):
              + (f"`secure={a.neighbours}`" if a.neighbours else "`secure=True` (4 neighbours)")
              + ".  The secure solve has one round more (the key agreement); in one process "
              "the sites' masks are computed one after the other.\n")
+    if a.parts:
+        label, name, options = CASES[0]
+        found = measure_parts(probs[name], options, a.repeats)
+        base_least, base_median = found[0][1], found[0][2]
+        table = [[part, f"{least:.1f}", f"{least - base_least:+.1f}",
+                  f"{median:.1f}", f"{median - base_median:+.1f}"]
+                 for part, least, median in found]
+        for row in table:
+            print(" | ".join(row), flush=True)
+        text += (f"\n## {label}: parts of the masking left out\n\n"
+                 + C.md_table(["solve", "ms (least)", "more than plain", "ms (median)",
+                               "more than plain"], table)
+                 + f"\nThe {a.repeats} solves of each, alternately, after one of each "
+                 "(`--parts`; the module docstring says what each leaves out).\n")
     C.write(C.output_path(a), text)
 
 
