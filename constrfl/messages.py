@@ -44,7 +44,7 @@ from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "check_reply", "trial_points",
            "trial_steps", "pack_upper", "unpack_upper", "FIELDS", "Fields", "SUM", "PUBLIC",
            "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT",
-           "TRANSPORT_FIELDS", "SECURE_MIN_CLIENTS"]
+           "TRANSPORT_FIELDS", "SECURE_MIN_CLIENTS", "SECURE_MIN_NEIGHBOURS"]
 
 FLOAT = 8  # bytes a float on the wire
 _FLOAT64 = np.dtype(np.float64)
@@ -137,6 +137,9 @@ SECURE_MIN_CLIENTS = 3
 #: says (``secure=k``): the ring graph of :func:`constrfl.federation.secure.ring_neighbours`
 #: (the server with fewer clients than this reads only sums; docs/flower.md, "Threat model")
 SECURE_NEIGHBOURS = 4
+#: the fewest neighbours a client masks with: with one, that neighbour and the server
+#: together read its upload (a client refuses a round that asks for fewer)
+SECURE_MIN_NEIGHBOURS = 2
 #: what the transport adds to any message's payload: in a secure sum, the mark
 #: ``masked`` (every message), every client's public key and the number of neighbours
 #: (the first message after the key agreement), and the clients a round sums over where

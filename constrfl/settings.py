@@ -30,6 +30,7 @@ from . import status as st
 from .control import count, positive, real
 from .corrections import CORRECTION_NAMES
 from .exactsum import RING_BYTES
+from .messages import SECURE_MIN_NEIGHBOURS
 from .methods import BASELINES, METHODS
 from .result import SolveResult
 from .rowspace import compact_size
@@ -133,10 +134,10 @@ class TransportSettings(_Record):
         if not isinstance(self.secure, int):
             raise TypeError(f"secure must be True, False or a number of neighbours (an "
                             f"int), got {self.secure!r}")
-        if not isinstance(self.secure, bool) and self.secure < 2:
-            raise ValueError(f"secure={self.secure}: a client masks with at least 2 "
-                             "neighbours (with one, that neighbour and the server read "
-                             "its upload)")
+        if not isinstance(self.secure, bool) and self.secure < SECURE_MIN_NEIGHBOURS:
+            raise ValueError(f"secure={self.secure}: a client masks with at least "
+                             f"{SECURE_MIN_NEIGHBOURS} neighbours (with one, that neighbour "
+                             "and the server read its upload)")
 
 
 @dataclass(frozen=True)

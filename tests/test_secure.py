@@ -322,6 +322,29 @@ def test_a_client_without_its_keys_refuses_to_send_plain_sums():
     assert "keys" in str(reply)
 
 
+@pytest.mark.parametrize("neighbours", [1, 0, -1])
+def test_a_client_refuses_to_mask_with_fewer_than_two_neighbours(neighbours):
+    """A round asking a client to mask with fewer than 2 neighbours (with one, that
+    neighbour and the server together would read its upload) is a client_error naming
+    the neighbours, never an upload; a federation is not built with such a number either
+    (0 is False there: no masks, and none claimed), nor a solve."""
+    p = np_problem(3, 0.4)
+    rts = [PartyRuntime(PartyContext(c, p.regularizer)) for c in p.clients]
+    peers = np.concatenate([rt.call(1, M.SECURE_KEYS, {})["public_key"] for rt in rts])
+    reply = rts[0].call(2, M.KKT_REPORT, {"w": np.zeros(p.dim), "penalty_weight": 10.0,
+                                          "masked": 1, "peers": peers,
+                                          "neighbours": neighbours})
+    assert isinstance(reply, PartyError) and reply.status == "client_error"
+    assert "neighbours" in str(reply)
+    if neighbours:
+        with pytest.raises(ValueError, match="at least 2 neighbours"):
+            InProcessFederation(p, secure=neighbours)
+    else:                                    # a federation's secure=0 is False: no masks
+        assert InProcessFederation(p, secure=neighbours).secure is None
+    with pytest.raises(ValueError, match="at least 2"):
+        cf.solve(p, secure=neighbours)
+
+
 def test_secure_needs_three_clients_and_a_federation():
     with pytest.raises(ValueError, match="at least 3 clients"):
         cf.solve(np_problem(2), secure=True)

@@ -28,7 +28,7 @@ from ..errors import SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
 from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS,
-                        SECURE_NEIGHBOURS, SUMS,
+                        SECURE_MIN_NEIGHBOURS, SECURE_NEIGHBOURS, SUMS,
                         MessageType as M, check_payload, floats, wire_bytes)
 from .secure import SecureServer
 
@@ -135,9 +135,12 @@ class Federation:
             raise ValueError(f"secure=True needs at least {MIN_CLIENTS} clients (with "
                              f"{len(self.clients)}, a client could subtract its own "
                              "upload from a sum and read the other's)")
+        neighbours = SECURE_NEIGHBOURS if secure is True else int(secure)
+        if secure and neighbours < SECURE_MIN_NEIGHBOURS:
+            raise ValueError(f"secure={secure}: a client masks with at least "
+                             f"{SECURE_MIN_NEIGHBOURS} neighbours")
         #: the secure sum's server side (None: the uploads are not masked)
-        self.secure = (SecureServer(self.clients,
-                                    SECURE_NEIGHBOURS if secure is True else int(secure),
+        self.secure = (SecureServer(self.clients, neighbours,
                                     (snapshots or {}).get(SECURE_KEY))
                        if secure else None)
         self.own = own

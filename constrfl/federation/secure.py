@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from ..exactsum import LIMBS, RING_BYTES, add_into, add_signed_into
+from ..messages import SECURE_MIN_NEIGHBOURS
 
 __all__ = ["SiteSecret", "ring_neighbours", "Masks", "SecureClient", "SecureServer", "KEY_BYTES",
            "keys_as_floats", "keys_from_floats"]
@@ -135,6 +136,10 @@ class Masks:
         if peers.count(own) != 1:
             raise ValueError("secure sum: this client's public key is not among the peers "
                              "(once): the key agreement of another solve?")
+        if not neighbours >= SECURE_MIN_NEIGHBOURS:
+            raise ValueError(f"secure sum: asked to mask with {neighbours} neighbours (at "
+                             f"least {SECURE_MIN_NEIGHBOURS}); it will not send its sums "
+                             "with fewer")
         self.index, self.peers, self.neighbours = peers.index(own), peers, neighbours
         self.blocks = {}            # j -> the AES context under kᵢⱼ
         self.everyone = None        # the pairs of a round to every client (see pairs)
