@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..control import SolveControl
-from ..errors import SolveStop
+from .. import status as st
+from ..errors import PartyError, SolveStop
 from ..exactsum import add_into, decode
 from ..progress import log
 from ..messages import (FLOAT, LAYOUT, SECURE_MIN_CLIENTS as MIN_CLIENTS,
@@ -58,16 +59,25 @@ def aggregate(message_type, replies, masked=()):
     send), their sums field by field, still in the ring; each field decoded once.  The
     replies of the ``masked`` parties (a secure sum) must all be there and share one
     layout: their masks cancel only in the sum of all of them, a sum without one of them
-    is noise and is refused."""
+    is noise and is refused.  A reply whose sums do not match its own layout, or a
+    masked reply of another layout than the others', is its party's fault: a
+    :class:`~constrfl.errors.PartyError` (``client_error``) naming it, which ends the
+    solve with what it has, as a party's failing function does."""
     if masked:
         missing = sorted(set(masked) - set(replies))
         if missing:
             raise ValueError(f"secure sum refused: the uploads of {missing} are missing "
                              "(the masks cancel only in the sum of every client's)")
-        if len({replies[n].get(LAYOUT) for n in masked}) > 1:
-            raise ValueError(f"secure sum refused: the clients' replies to "
-                             f"{message_type!r} differ in their fields")
+        layouts = [replies[n].get(LAYOUT) for n in masked]
+        common = max(set(layouts), key=layouts.count)
+        odd = [n for n, lay in zip(masked, layouts) if lay != common]
+        if odd:
+            raise PartyError(st.CLIENT_ERROR, f"reply to {message_type!r}",
+                             f"its fields {replies[odd[0]].get(LAYOUT)!r} differ from the "
+                             f"other clients' {common!r} (a secure sum needs one layout)"
+                             ).named(odd[0])
     groups, disclosed = {}, {}       # layout -> [total, parties]; field -> {party: value}
+    entries = {}                     # layout -> the ring elements it carries
     for name, reply in replies.items():
         for key, value in reply.items():
             if key in (SUMS, LAYOUT):
@@ -75,14 +85,18 @@ def aggregate(message_type, replies, masked=()):
             disclosed.setdefault(key, {})[name] = value
         if SUMS not in reply:
             continue
-        group = groups.get(reply[LAYOUT])
+        sums, layout = np.asarray(reply[SUMS]), reply.get(LAYOUT)
+        if layout not in entries:
+            entries[layout] = _entries(layout)
+        if sums.shape != (entries[layout], 4):
+            raise PartyError(st.CLIENT_ERROR, f"reply to {message_type!r}",
+                             f"its sums (shape {sums.shape}) do not match their layout "
+                             f"{layout!r}").named(name)
+        group = groups.get(layout)
         if group is None:
-            groups[reply[LAYOUT]] = [np.array(reply[SUMS], dtype=np.uint64), 1]
+            groups[layout] = [np.array(sums, dtype=np.uint64), 1]
         else:
-            if reply[SUMS].shape != group[0].shape:
-                raise ValueError(f"reply to {message_type!r} from {name!r}: its sums do "
-                                 f"not match their layout {reply[LAYOUT]!r}")
-            add_into(group[0], reply[SUMS])
+            add_into(group[0], sums)
             group[1] += 1
     totals, counts, shapes = {}, {}, {}
     for layout, (total, parties) in groups.items():
@@ -99,6 +113,16 @@ def aggregate(message_type, replies, masked=()):
                 totals[key] = part.copy() if len(groups) > 1 else part
     sums = {k: decode(v) if shapes[k] else decode(v[0]) for k, v in totals.items()}
     return Sums(sums, len(replies), counts, disclosed)
+
+
+def _entries(layout):
+    """The ring elements a reply of ``layout`` (``"name:size;..."``, no size for a
+    scalar) carries; −1 for what is not a layout."""
+    try:
+        return sum(int(size) if size else 1
+                   for size in (entry.split(":")[1] for entry in layout.split(";")))
+    except (AttributeError, IndexError, ValueError):
+        return -1
 
 
 @dataclass
