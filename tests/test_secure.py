@@ -270,39 +270,6 @@ def test_a_sum_with_a_client_missing_is_refused():
     assert err.value.party == "c" and err.value.status == "client_error"
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_an_upload_that_does_not_match_its_layout_is_its_clients_fault(masked):
-    """Sums cut short, or of no layout, are the sending client's client_error (named),
-    plain or masked: never summed, never an exception out of the server."""
-    reply = {SUMS: encode(np.ones(3)), LAYOUT: "a:2;b:"}
-    names = ["a", "b", "c"] if masked else ()
-    for bad in ({**reply, SUMS: reply[SUMS][:-1]}, {SUMS: reply[SUMS]}):
-        with pytest.raises(PartyError, match="do not match their layout|differ") as err:
-            aggregate("admm.step", {"a": reply, "b": reply, "c": bad}, masked=names)
-        assert err.value.party == "c" and err.value.status == "client_error"
-    assert aggregate("admm.step", {"a": reply, "b": reply, "c": reply},
-                     masked=names)["a"].tolist() == [3.0, 3.0]
-
-
-def test_a_solve_with_a_cut_upload_ends_with_its_clients_error(monkeypatch):
-    """A client's upload cut short in the middle of a solve ends it with client_error
-    naming the client and the last iterate, as a failing function does (it raised a
-    ValueError out of cf.solve)."""
-    from constrfl.federation import runtime
-    call, count = runtime.PartyRuntime.call, [0]
-
-    def cut(self, seq, message_type, payload):
-        reply = call(self, seq, message_type, payload)
-        count[0] += 1
-        if count[0] == 20 and isinstance(reply, dict) and SUMS in reply:
-            reply = {**reply, SUMS: reply[SUMS][:-1]}
-        return reply
-    monkeypatch.setattr(runtime.PartyRuntime, "call", cut)
-    res = cf.solve(np_problem(4, 0.4))
-    assert res.status == "client_error" and "client-" in res.message
-    assert "do not match their layout" in res.message and np.all(np.isfinite(res.w))
-
-
 def test_a_lost_client_ends_a_secure_solve_resumably(monkeypatch):
     """A client gone mid-solve ends it as client_failure with the last iterate (no sum
     is formed without it); resumed once it is back, the solve ends where an

@@ -5,10 +5,13 @@ import pytest
 
 import constrfl as cf
 from constrfl import functions as fn, prox
+from constrfl.errors import PartyError
+from constrfl.exactsum import encode
 from constrfl.federation import Federation, Sums
+from constrfl.federation.base import aggregate
 from constrfl.federation.runtime import PartyRuntime
-from constrfl.messages import (FIELDS, DISCLOSED, PUBLIC, SUM, TRANSPORT_FIELDS, MessageType as M,
-                              check_payload, check_reply)
+from constrfl.messages import (FIELDS, DISCLOSED, LAYOUT, PUBLIC, SUM, SUMS, TRANSPORT_FIELDS,
+                              MessageType as M, check_payload, check_reply)
 from constrfl.parties import PartyContext
 
 from builders import np_problem
@@ -149,3 +152,36 @@ def test_the_maths_page_lists_every_field_as_declared():
         assert sums == {k for k, v in f.reply.items() if v == SUM}, name
         assert disclosed == {k for k, v in f.reply.items() if v in (DISCLOSED, PUBLIC)}, name
         assert kept == set(f.private), name
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_an_upload_that_does_not_match_its_layout_is_its_clients_fault(masked):
+    """Sums cut short, or of no layout, are the sending client's client_error (named),
+    plain or masked: never summed, never an exception out of the server."""
+    reply = {SUMS: encode(np.ones(3)), LAYOUT: "a:2;b:"}
+    names = ["a", "b", "c"] if masked else ()
+    for bad in ({**reply, SUMS: reply[SUMS][:-1]}, {SUMS: reply[SUMS]}):
+        with pytest.raises(PartyError, match="do not match their layout|differ") as err:
+            aggregate("admm.step", {"a": reply, "b": reply, "c": bad}, masked=names)
+        assert err.value.party == "c" and err.value.status == "client_error"
+    assert aggregate("admm.step", {"a": reply, "b": reply, "c": reply},
+                     masked=names)["a"].tolist() == [3.0, 3.0]
+
+
+def test_a_solve_with_a_cut_upload_ends_with_its_clients_error(monkeypatch):
+    """A client's upload cut short in the middle of a solve ends it with client_error
+    naming the client and the last iterate, as a failing function does (it raised a
+    ValueError out of cf.solve)."""
+    from constrfl.federation import runtime
+    call, count = runtime.PartyRuntime.call, [0]
+
+    def cut(self, seq, message_type, payload):
+        reply = call(self, seq, message_type, payload)
+        count[0] += 1
+        if count[0] == 20 and isinstance(reply, dict) and SUMS in reply:
+            reply = {**reply, SUMS: reply[SUMS][:-1]}
+        return reply
+    monkeypatch.setattr(runtime.PartyRuntime, "call", cut)
+    res = cf.solve(np_problem(4, 0.4))
+    assert res.status == "client_error" and "client-" in res.message
+    assert "do not match their layout" in res.message and np.all(np.isfinite(res.w))

@@ -39,6 +39,7 @@ import constrfl as cf                                             # noqa: E402
 from constrfl.problems import neyman_pearson                      # noqa: E402
 from constrfl.problems.datasets import load_adult, load_breast_cancer_wisconsin  # noqa: E402
 from constrfl.problems.partition import stratified_split          # noqa: E402
+from constrfl.exactsum import LIMBS                                # noqa: E402
 from constrfl.federation.secure import Masks                       # noqa: E402
 
 SITES = 20
@@ -78,8 +79,8 @@ def _no_masks(self, seq, sums, cohort=None):
 
 def _no_streams(self, seq, count, entries, cohort, into=None, start=0):
     self.pairs(cohort)                      # the pair keys, as the real streams derive them
-    out = np.zeros((count * entries, 4), dtype=np.uint64) if into is None else into
-    return out.reshape(count, entries, 4)
+    out = np.zeros((count * entries, LIMBS), dtype=np.uint64) if into is None else into
+    return out.reshape(count, entries, LIMBS)
 
 
 #: the variants of ``--parts``: (label, secure, {Masks method: replacement})

@@ -77,7 +77,7 @@ def aggregate(message_type, replies, masked=()):
                              f"other clients' {common!r} (a secure sum needs one layout)"
                              ).named(odd[0])
     groups, disclosed = {}, {}       # layout -> [total, parties]; field -> {party: value}
-    entries = {}                     # layout -> the ring elements it carries
+    fields = {}                      # layout -> its fields (:func:`_fields`), entries
     for name, reply in replies.items():
         for key, value in reply.items():
             if key in (SUMS, LAYOUT):
@@ -86,9 +86,10 @@ def aggregate(message_type, replies, masked=()):
         if SUMS not in reply:
             continue
         sums, layout = np.asarray(reply[SUMS]), reply.get(LAYOUT)
-        if layout not in entries:
-            entries[layout] = _entries(layout)
-        if sums.shape != (entries[layout], 4):
+        if layout not in fields:
+            parsed = _fields(layout)
+            fields[layout] = parsed, (-1 if parsed is None else sum(n for _, n, _ in parsed))
+        if sums.shape != (fields[layout][1], 4):
             raise PartyError(st.CLIENT_ERROR, f"reply to {message_type!r}",
                              f"its sums (shape {sums.shape}) do not match their layout "
                              f"{layout!r}").named(name)
@@ -101,12 +102,10 @@ def aggregate(message_type, replies, masked=()):
     totals, counts, shapes = {}, {}, {}
     for layout, (total, parties) in groups.items():
         at = 0
-        for entry in layout.split(";"):
-            key, size = entry.split(":")
-            n = int(size) if size else 1
+        for key, n, array in fields[layout][0]:
             part = total[at:at + n]
             at += n
-            shapes[key], counts[key] = bool(size), counts.get(key, 0) + parties
+            shapes[key], counts[key] = array, counts.get(key, 0) + parties
             if key in totals:
                 add_into(totals[key], part)
             else:
@@ -115,14 +114,14 @@ def aggregate(message_type, replies, masked=()):
     return Sums(sums, len(replies), counts, disclosed)
 
 
-def _entries(layout):
-    """The ring elements a reply of ``layout`` (``"name:size;..."``, no size for a
-    scalar) carries; −1 for what is not a layout."""
+def _fields(layout):
+    """``[(name, entries, is an array)]`` of a reply's ``layout`` (``"name:size;..."``,
+    no size for a scalar: one entry), in order; None for what is not a layout."""
     try:
-        return sum(int(size) if size else 1
-                   for size in (entry.split(":")[1] for entry in layout.split(";")))
-    except (AttributeError, IndexError, ValueError):
-        return -1
+        return [(key, int(size) if size else 1, bool(size))
+                for key, size in (entry.split(":") for entry in layout.split(";"))]
+    except (AttributeError, ValueError):
+        return None
 
 
 @dataclass
