@@ -156,11 +156,13 @@ def test_the_maths_page_lists_every_field_as_declared():
 
 @pytest.mark.parametrize("masked", [False, True])
 def test_an_upload_that_does_not_match_its_layout_is_its_clients_fault(masked):
-    """Sums cut short, or of no layout, are the sending client's client_error (named),
+    """Sums cut short, of no layout, or of a layout with a negative size (whose sizes
+    add up to the entries sent) are the sending client's client_error (named),
     plain or masked: never summed, never an exception out of the server."""
     reply = {SUMS: encode(np.ones(3)), LAYOUT: "a:2;b:"}
     names = ["a", "b", "c"] if masked else ()
-    for bad in ({**reply, SUMS: reply[SUMS][:-1]}, {SUMS: reply[SUMS]}):
+    for bad in ({**reply, SUMS: reply[SUMS][:-1]}, {SUMS: reply[SUMS]},
+                {**reply, LAYOUT: "a:5;b:-2"}):
         with pytest.raises(PartyError, match="do not match their layout|differ") as err:
             aggregate("admm.step", {"a": reply, "b": reply, "c": bad}, masked=names)
         assert err.value.party == "c" and err.value.status == "client_error"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +70,7 @@ def aggregate(message_type, replies, masked=()):
             raise ValueError(f"secure sum refused: the uploads of {missing} are missing "
                              "(the masks cancel only in the sum of every client's)")
         layouts = [replies[n].get(LAYOUT) for n in masked]
-        common = max(set(layouts), key=layouts.count)
+        common = Counter(layouts).most_common(1)[0][0]      # (ties: the first seen)
         odd = [n for n, lay in zip(masked, layouts) if lay != common]
         if odd:
             raise PartyError(st.CLIENT_ERROR, f"reply to {message_type!r}",
@@ -116,12 +117,14 @@ def aggregate(message_type, replies, masked=()):
 
 def _fields(layout):
     """``[(name, entries, is an array)]`` of a reply's ``layout`` (``"name:size;..."``,
-    no size for a scalar: one entry), in order; None for what is not a layout."""
+    no size for a scalar: one entry), in order; None for what is not a layout (a size
+    that is not a non-negative integer among them)."""
     try:
-        return [(key, int(size) if size else 1, bool(size))
-                for key, size in (entry.split(":") for entry in layout.split(";"))]
+        parsed = [(key, int(size) if size else 1, bool(size))
+                  for key, size in (entry.split(":") for entry in layout.split(";"))]
     except (AttributeError, ValueError):
         return None
+    return parsed if all(n >= 0 for _, n, _ in parsed) else None
 
 
 @dataclass
