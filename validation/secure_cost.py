@@ -59,18 +59,19 @@ CASES = [("NP breast-cancer, 20 sites, d=10, newton", "bcw", dict(inner="newton"
          ("NP adult, 20 sites, newton-cg", "adult", dict(inner="newton-cg"))]
 
 
-def measure(problem, options, repeats, secure):
-    """``(plain, masked, plain seconds, masked seconds)``: the least of ``repeats``
-    alternating solves, after one of each (compilation)."""
-    times = {False: [], True: []}
-    out = {}
+def alternate(problem, options, repeats, variants):
+    """``{label: (result, [seconds])}``: each of ``variants`` ((label, secure, {Masks
+    method: replacement})) solved in turn, ``repeats`` times timed after one untimed
+    round of them (compilation); the result is the last solve's."""
+    out = {label: [None, []] for label, _, _ in variants}
     for i in range(repeats + 1):
-        for masked in (False, True):
-            t = time.perf_counter()
-            out[masked] = cf.solve(problem, secure=masked and secure, **options)
-            if i:
-                times[masked].append(time.perf_counter() - t)
-    return out[False], out[True], min(times[False]), min(times[True])
+        for label, secure, methods in variants:
+            with replaced(methods):
+                t = time.perf_counter()
+                out[label][0] = cf.solve(problem, secure=secure, **options)
+                if i:
+                    out[label][1].append(time.perf_counter() - t)
+    return out
 
 
 def _no_masks(self, seq, sums, cohort=None):
@@ -83,7 +84,7 @@ def _no_streams(self, seq, count, entries, cohort, into=None, start=0):
     return out.reshape(count, entries, LIMBS)
 
 
-#: the variants of ``--parts``: (label, secure, {Masks method: replacement})
+#: the variants of ``--parts``: (label, masked, {Masks method: replacement})
 PARTS = [("plain", False, {}),
          ("secure, no pair keys and no masks", True, {"mask_into": _no_masks}),
          ("secure, pair keys, masks of zeros", True, {"streams": _no_streams}),
@@ -103,20 +104,6 @@ def replaced(methods):
             setattr(Masks, name, f)
 
 
-def measure_parts(problem, options, repeats):
-    """``[(label, least ms, median ms)]`` of :data:`PARTS`, alternately, after one of
-    each."""
-    times = {label: [] for label, _, _ in PARTS}
-    for i in range(repeats + 1):
-        for label, secure, methods in PARTS:
-            with replaced(methods):
-                t = time.perf_counter()
-                cf.solve(problem, secure=secure, **options)
-                if i:
-                    times[label].append(time.perf_counter() - t)
-    return [(label, 1e3 * min(v), 1e3 * float(np.median(v))) for label, v in times.items()]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
@@ -130,10 +117,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     probs = problems(C.data_dir(a.data))
-    rows = []
+    rows, secure = [], a.neighbours or True
     for label, name, options in CASES:
-        plain, masked, tp, tm = measure(probs[name], options, a.repeats,
-                                        a.neighbours or True)
+        found = alternate(probs[name], options, a.repeats,
+                          [("plain", False, {}), ("secure", secure, {})])
+        (plain, times_plain), (masked, times_masked) = found["plain"], found["secure"]
+        tp, tm = min(times_plain), min(times_masked)
         same = masked.w.tobytes() == plain.w.tobytes()
         rows.append([label, f"d={probs[name].dim}", plain.status, plain.rounds, masked.rounds,
                      f"{tp:.3g}", f"{tm:.3g}", f"{tm / tp:.2f}",
@@ -153,11 +142,14 @@ def main(argv=None):
              "the sites' masks are computed one after the other.\n")
     if a.parts:
         label, name, options = CASES[0]
-        found = measure_parts(probs[name], options, a.repeats)
-        base_least, base_median = found[0][1], found[0][2]
+        found = alternate(probs[name], options, a.repeats,
+                          [(part, masked and secure, methods)
+                           for part, masked, methods in PARTS])
+        ms = {part: (1e3 * min(t), 1e3 * float(np.median(t))) for part, (_, t) in found.items()}
+        base_least, base_median = ms[PARTS[0][0]]
         table = [[part, f"{least:.1f}", f"{least - base_least:+.1f}",
                   f"{median:.1f}", f"{median - base_median:+.1f}"]
-                 for part, least, median in found]
+                 for part, (least, median) in ms.items()]
         for row in table:
             print(" | ".join(row), flush=True)
         text += (f"\n## {label}: parts of the masking left out\n\n"
