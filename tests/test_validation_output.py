@@ -50,7 +50,9 @@ def test_bench_highdim_quick_writes_its_table(tmp_path):
     assert all(r[2] == "optimal" for r in rows), rows
     cases = {name: [label for label, _ in solvers]
              for name, _, _, solvers in bench.hd_cases()}
-    assert len(cases) == 3 + 1 + 4 + 1
+    assert len(cases) == 3 + 1 + 4 + 1 + 1
+    assert cases["NP sparse d=5,000 (1% nonzeros), 10 x 500 rows, L1 1e-3"] == [
+        "defaults", "private=False"]
     assert cases["NP dense d=2,000, 20 x 200 rows, L1 1e-3"] == [
         "defaults", 'inner="admm"', "private=False"]
     cg = [name for name, labels in cases.items() if 'inner="newton-cg"' in labels]

@@ -17,7 +17,8 @@ defaults), against cvxpy/Clarabel on the pooled problem timed in the same run:
 ``bench_highdim.md``: NP dense d = 1,000 / 2,000 / 5,000 (20 clients x 200 rows, ridge
 1e-3) with the defaults (``inner="newton-basis"`` there) and ``inner="newton-cg"`` (the
 previous default); NP sparse d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with
-ridge 1e-2 (defaults and newton-cg) and L1 1e-3 (defaults);
+ridge 1e-2 (defaults and newton-cg) and L1 1e-3 (defaults); NP sparse d = 5,000 (1%
+nonzeros, 10 x 500 rows) with L1 1e-3;
 ``NeymanPearsonClassifier(0.3)`` on sparse X (3,000 x 2,000);
 Clarabel on each pooled problem.  Every call runs in its own spawned process (peak
 memory of its own; killed 30 s past its time limit).  ``--highdim --quick``: one tiny
@@ -117,6 +118,7 @@ HD_FILE = "bench_highdim.md"
 HD_DENSE = (1000, 2000, 5000)               # 20 clients x 200 rows, ridge 1e-3
 HD_DENSE_L1 = 2000                          # the same with L1 1e-3 (the Hessian's sum, or the ADMM)
 HD_SPARSE = (20000, 100000)                 # 10 clients x 500 rows, 0.1% nonzeros
+HD_SPARSE_L1 = 5000                         # 10 x 500 rows at 1%, L1 1e-3 (issue 40)
 HD_REGULARIZERS = {"ridge 1e-2": ("l2", 1e-2), "L1 1e-3": ("l1", 1e-3)}
 HD_GRACE = 30.0                             # seconds past --max-time before a kill
 
@@ -145,8 +147,9 @@ def hd_problem(build):
     if kind == "dense":                     # ("dense", n, rows, d[, regularizer spec])
         spec = build[4] if len(build) > 4 else ("l2", 1e-3)
         return _synthetic(*build[1:4], regularizer=_regularizer(spec))
-    if kind == "sparse":                    # ("sparse", d, regularizer spec)
-        return _sparse(10, 500, build[1], 0.001, regularizer=_regularizer(build[2]))
+    if kind == "sparse":                    # ("sparse", d, regularizer spec[, density])
+        density = build[3] if len(build) > 3 else 0.001
+        return _sparse(10, 500, build[1], density, regularizer=_regularizer(build[2]))
     if kind == "estimator":                 # the problem NeymanPearsonClassifier solves
         captured = {}
         original = cf.problems.neyman_pearson
@@ -259,6 +262,9 @@ def hd_cases(quick=False):
             out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
                         ("sparse", d, spec), d,
                         [defaults] + ([cg] if spec[0] == "l2" else []) + [shown]))
+    d = HD_SPARSE_L1
+    out.append((f"NP sparse d={d:,} (1% nonzeros), 10 x 500 rows, L1 1e-3",
+                ("sparse", d, ("l1", 1e-3), 0.01), d, [defaults, shown]))
     out.append(("NeymanPearsonClassifier(0.3), sparse X 3,000 x 2,000 (1%), 5 x 600 rows",
                 ("estimator",), 2001, [defaults, shown]))
     return out
@@ -367,7 +373,8 @@ def highdim(args):
         "their defaults; dense: `make_classification(n_samples=4000, n_features=d-1, "
         "seed=0)`, 20 clients x 200 rows, max_class1_loss 0.2, `prox.SquaredL2(1e-3)` "
         "(or `prox.L1(1e-3)` where the case says L1); "
-        "sparse: bench.py's `_sparse()` (standard normal values at 0.1% density, labels "
+        "sparse: bench.py's `_sparse()` (standard normal values at the density the case "
+        "names, labels "
         "from a 50-sparse linear model plus noise, an intercept column), 10 clients x 500 "
         "rows, max_class1_loss 0.3 (as `_sparse()`), `prox.SquaredL2(1e-2)` or "
         "`prox.L1(1e-3)`; the estimator: `cf.NeymanPearsonClassifier(0.3).fit(X, y, "
