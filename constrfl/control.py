@@ -23,7 +23,8 @@ class SolveControl:
     """What ends a solve between rounds, owned by the solve: its ``deadline`` (a
     ``time.perf_counter()`` value, from ``max_time``; None: none) and a Ctrl-C
     (``interrupted``).  The federation consults it before every round (and a backend
-    within one)."""
+    within one), the server's iterative model solves within theirs
+    (:func:`~constrfl.solvers.modelprox.prox_gradient_point`)."""
 
     deadline: float | None = None
     interrupted: bool = False

@@ -162,6 +162,29 @@ def test_a_nonsmooth_regularizer_takes_proximal_newton_steps_in_the_bases():
     assert res.kkt.stationarity <= 1e-6 and cf.kkt(p, res.w, res.multipliers) == res.kkt
 
 
+def test_max_time_ends_a_long_model_solve(monkeypatch):
+    """max_time bounds the server's own work between rounds too: a proximal Newton
+    point of the model (B5) that would take minutes (here it never converges, at 10 ms
+    an iteration for up to 20,000 iterations) ends the solve at the deadline, status
+    time_limit with the last iterate.  It was checked only before each round: NP sparse
+    5,000 x 5,000 with L1 and private=False, max_time=120, returned after 231 s."""
+    import time
+    from constrfl.solvers import modelprox, newton
+    _, p = wide_np()
+    p.regularizer = prox.L1(0.01)
+    metric_prox = modelprox._metric_prox
+
+    def slow(*args):
+        time.sleep(0.01)
+        return metric_prox(*args)
+    monkeypatch.setattr(modelprox, "_metric_prox", slow)
+    monkeypatch.setattr(newton, "MODEL_FORCING", 0.0)        # tol 0: it never ends
+    start = time.perf_counter()
+    res = cf.solve(p, tol=1e-6, inner="newton-basis", private=False, max_time=1.0)
+    assert time.perf_counter() - start < 10
+    assert res.status == "time_limit" and res.rounds > 0 and np.all(np.isfinite(res.w))
+
+
 def test_interrupted_in_the_basis_rounds_resumes_bit_for_bit(monkeypatch, tmp_path):
     """A solve interrupted while the bases are still arriving (8 columns a round here),
     saved and loaded, resumes to the uninterrupted solve bit for bit: the bases received

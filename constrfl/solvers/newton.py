@@ -316,7 +316,7 @@ class Newton:
                      self.model.operator({n: s.bases[n] for n in s.cores}, s.cores, s.H,
                                          1.0 / s.eta, x.size))
                 tol = MODEL_FORCING * s.r * min(1.0, np.sqrt(s.r))
-            z = prox_newton_point(x, g, H, P, tol)
+            z = prox_newton_point(x, g, H, P, tol, check=fed.control.check)
             if not np.all(np.isfinite(z)):
                 raise NonFiniteIterate("non-finite Newton step")
             return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)
