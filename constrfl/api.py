@@ -57,8 +57,8 @@ def solve(problem, method="fedproxal", tol=None, *, w0=None, seed=0, verbose=Fal
         ``multipliers``); returning True or raising StopIteration stops the solve
         (status ``"stopped"``), any other exception stops it too (kept as ``error``).
     max_time : seconds after which the solve stops with ``"time_limit"`` (checked
-        before every communication round, and in the server's iterative model solves
-        of ``"newton-basis"`` with a nonsmooth P).
+        before every communication round, and in the server's iterative model solves:
+        ``"newton-basis"``, or a nonsmooth P above d = 1,000).
     resume : a result of an earlier solve of the same problem (``"max_iterations"``,
         ``"time_limit"``, ``"interrupted"``, ``"stopped"``, ``"client_error"``,
         ``"client_failure"``), e.g. from :func:`constrfl.load_result`: continue it with

@@ -23,8 +23,8 @@ class SolveControl:
     """What ends a solve between rounds, owned by the solve: its ``deadline`` (a
     ``time.perf_counter()`` value, from ``max_time``; None: none) and a Ctrl-C
     (``interrupted``).  The federation consults it before every round (and a backend
-    within one), the server's iterative model solves within theirs
-    (:func:`~constrfl.solvers.modelprox.prox_gradient_point`)."""
+    within one), the server's model operator at each of its products
+    (:class:`~constrfl.solvers.subspace.ModelHessian`)."""
 
     deadline: float | None = None
     interrupted: bool = False

@@ -96,7 +96,7 @@ def test_a_linear_algebra_failure_in_the_server_ends_numerical_error(monkeypatch
     problem = cf.Problem([cf.Client(objective=fn.Quadratic(np.eye(3), np.ones(3)))],
                          regularizer=prox.Box(-0.5, 0.5))
 
-    def failing(*args, **kwargs):
+    def failing(*args):
         raise np.linalg.LinAlgError("Matrix is not positive definite")
     monkeypatch.setattr(newton, "prox_newton_point", failing)
     res = cf.solve(problem)

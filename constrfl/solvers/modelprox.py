@@ -23,12 +23,10 @@ NEWTON_RTOL, NEWTON_MAX_CG = 1e-2, 500
 POWER_ITERATIONS = 3
 
 
-def prox_gradient_point(H, x, g, P, tol, max_iter=MODEL_MAX_ITER, check=None):
+def prox_gradient_point(H, x, g, P, tol, max_iter=MODEL_MAX_ITER):
     """argmin_z m(z) = gᵀ(z − x) + ½(z − x)ᵀH(z − x) + P(z) for a positive definite
     :class:`~.subspace.ModelHessian` H, stopped once dist∞(0, ∂m(z)) ≤ tol (``P.dist``,
-    exact), by :func:`_model_point`; ``check()`` (the solve's
-    :meth:`~constrfl.control.SolveControl.check`: max_time, Ctrl-C), called every
-    iteration, may end it by raising.  With ℓ1 terms, on a working set (Johnson &
+    exact), by :func:`_model_point`.  With ℓ1 terms, on a working set (Johnson &
     Guestrin's Blitz, 2015; Massias et al.'s Celer, 2018): the coordinates off zero, and
     those whose subgradient interval misses the gradient by more than tol; the model
     restricted to them (the others stay at zero) is solved, then the gradient of the
@@ -36,21 +34,21 @@ def prox_gradient_point(H, x, g, P, tol, max_iter=MODEL_MAX_ITER, check=None):
     until none does: the stop test is the whole model's."""
     pieces = P.pieces(x.size)
     if pieces is None or not np.any(pieces[1] > 0):
-        return _model_point(H, x, g, P, tol, max_iter, check)
+        return _model_point(H, x, g, P, tol, max_iter)
     q, lam, lo, hi = pieces
     work = (lam == 0) | (x != 0) | (interval_dist(g, *P.subgradients(x)) > tol)
     while True:
         z = x.copy()
         z[work] = _model_point(H.restricted(work), x[work], g[work],
                                Piecewise(q[work], lam[work], lo[work], hi[work]), tol,
-                               max_iter, check)
+                               max_iter)
         missing = ~work & (interval_dist(g + H(z - x), *P.subgradients(z)) > tol)
         if not missing.any():
             return z
         work |= missing
 
 
-def _model_point(H, x, g, P, tol, max_iter, check=None):
+def _model_point(H, x, g, P, tol, max_iter):
     """:func:`prox_gradient_point` on all coordinates.  H's few rows L (H = rest + LᵀL)
     carry most of its curvature (β∇c∇cᵀ of the active constraints).
 
@@ -72,8 +70,6 @@ def _model_point(H, x, g, P, tol, max_iter, check=None):
     y, Hy, t = z, Hz, 1.0
     nu = np.zeros(L.shape[0])                               # the metric prox's dual
     for it in range(max_iter):
-        if check is not None:
-            check()
         G = g + Hy
         bar, nu = _metric_prox(P, pieces, y, G, c, L, nu)
         H_bar = H(bar - x)

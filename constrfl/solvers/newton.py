@@ -300,11 +300,12 @@ class Newton:
     def _step(self, fed, s):
         """The trial point z of the next step and the slope of its line search."""
         x, g, P = s.x, s.g, self.P
+        check = fed.control.check           # the model's products end at max_time
         if self.cg:
             d = self._cg(fed, s)
         elif s.cores is not None and isinstance(P, Zero):
             d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
-                                     1.0 / s.eta + self.ridge, g, s.models)
+                                     1.0 / s.eta + self.ridge, g, s.models, check)
         elif isinstance(P, Zero):
             d = newton_direction(s.H, g)
         else:                       # self.ridge is 0 here: P keeps its own quadratic part
@@ -312,11 +313,11 @@ class Newton:
                 # dense: (near) exact, as the QPs' active sets need
                 H, tol = s.H, min(0.1 * s.tau, 0.1 * s.r * min(1.0, s.r))
             else:                   # an operator (B5), or a large dense H: a forcing sequence
-                H = (ModelHessian.of_matrix(s.H) if s.cores is None else
+                H = (ModelHessian.of_matrix(s.H, check) if s.cores is None else
                      self.model.operator({n: s.bases[n] for n in s.cores}, s.cores, s.H,
-                                         1.0 / s.eta, x.size))
+                                         1.0 / s.eta, x.size, check))
                 tol = MODEL_FORCING * s.r * min(1.0, np.sqrt(s.r))
-            z = prox_newton_point(x, g, H, P, tol, check=fed.control.check)
+            z = prox_newton_point(x, g, H, P, tol)
             if not np.all(np.isfinite(z)):
                 raise NonFiniteIterate("non-finite Newton step")
             return z, min(float(g @ (z - x)) + P.value(z) - P.value(x), 0.0)

@@ -64,14 +64,13 @@ INTERIOR_STEPS = 60
 SPARSE_MIN_DIM, SPARSE_DENSITY = 200, 0.1
 
 
-def prox_newton_point(x, g, H, P, tol, check=None):
+def prox_newton_point(x, g, H, P, tol):
     """The point z of (PN), with ``P.dist(z, g + H(z − x)) ≤ tol`` (or, for a separable
     P and a dense H, the exact point up to rounding).  H is a dense matrix, or the
     operator of the server's model (B5) (:class:`.subspace.ModelHessian`: sparse and
-    low-rank parts, d up to 10⁵), solved by :func:`.modelprox.prox_gradient_point`,
-    whose iterations call ``check()`` (the solve's max_time and Ctrl-C)."""
+    low-rank parts, d up to 10⁵), solved by :func:`.modelprox.prox_gradient_point`."""
     if not isinstance(H, np.ndarray):
-        return prox_gradient_point(H, x, g, P, tol, check=check)
+        return prox_gradient_point(H, x, g, P, tol)
     pieces = P.pieces(x.size)
     if pieces is None:
         return _admm_point(x, g, H, P, tol)

@@ -54,14 +54,15 @@ class BasisModel:
         self._key, self._qr = None, None
         self._patterns = {}
 
-    def direction(self, bases, cores, dense, mu, g, models=None):
+    def direction(self, bases, cores, dense, mu, g, models=None, check=None):
         """The Newton direction −(∇²ψ)⁻¹g of (B2): ``bases`` maps a party to Bᵢᵀ
         (rᵢ × d) or its pattern (B4), ``cores`` to Cᵢ or its (B4) values, ``dense`` is
         H_D or None; with ``models`` (a party's ``models`` reply, (B6)) the minimizer of
         the model with those parties' inequalities to second order
-        (:func:`.penaltymodel.model_step`)."""
+        (:func:`.penaltymodel.model_step`); ``check``: :meth:`operator`'s."""
         if any(isinstance(c, dict) for c in cores.values()):
-            return self.operator(bases, cores, dense, mu, g.size).solve(-g, CG_RTOL)
+            return self.operator(bases, cores, dense, mu, g.size,
+                                 check).solve(-g, CG_RTOL)
         names = sorted(cores)
         R, d = sum(cores[n].shape[0] for n in names), g.size
         if dense is not None or R >= d or np.ndim(mu):
@@ -89,8 +90,8 @@ class BasisModel:
             self._qr = Q, T, np.cumsum([bases[n].shape[0] for n in names])
         return self._qr
 
-    def operator(self, bases, cores, dense, mu, d):
-        """∇²ψ of (B5) as a :class:`ModelHessian`."""
+    def operator(self, bases, cores, dense, mu, d, check=None):
+        """∇²ψ of (B5) as a :class:`ModelHessian` (``check``: its)."""
         grams = sorted(n for n, c in cores.items() if isinstance(c, dict))
         L = np.vstack([np.zeros((0, d))] + [cores[n]["lowrank"].reshape(-1, d)
                                             for n in grams])
@@ -102,7 +103,7 @@ class BasisModel:
         return ModelHessian(np.broadcast_to(np.asarray(mu, dtype=np.float64), (d,)),
                             Triangles(parts, diagonal) if parts else None, L,
                             [(bases[n], cores[n]) for n in sorted(cores) if n not in grams],
-                            dense)
+                            dense, check)
 
     def _triangle(self, name, pattern, values, d):
         """``(Uᵢ, positions, rows)``: party ``name``'s Sᵢ of (B5) as its upper triangle, a
@@ -135,18 +136,25 @@ def _step(M, g, maps, models):
 class ModelHessian:
     """μI + S + LᵀL + Σ Bᵢ Cᵢ Bᵢᵀ + H_D of (B5) as an operator (μ a vector, S the
     :class:`Triangles` of the sparse parts or None, L k × d, ``cores`` pairs (Bᵢᵀ, Cᵢ),
-    H_D dense or None)."""
+    H_D dense or None).  ``check()`` (the solve's
+    :meth:`~constrfl.control.SolveControl.check`, or None) is called at every product,
+    so that max_time and Ctrl-C end the server's iterative solves with the model (its
+    proximal Newton point may take 20,000 iterations between two rounds: NP sparse
+    5,000 × 5,000, ℓ1, ``private=False``, ``max_time=120`` returned after 231 s)."""
 
-    def __init__(self, mu, S, L, cores, dense):
+    def __init__(self, mu, S, L, cores, dense, check=None):
         self.mu, self.S, self.L, self.cores, self.dense = mu, S, L, cores, dense
+        self.check = check
 
     @classmethod
-    def of_matrix(cls, H):
+    def of_matrix(cls, H, check=None):
         """A dense d×d matrix H as the operator (its H_D alone)."""
         d = H.shape[0]
-        return cls(np.zeros(d), None, np.zeros((0, d)), [], H)
+        return cls(np.zeros(d), None, np.zeros((0, d)), [], H, check)
 
     def __call__(self, v):
+        if self.check is not None:
+            self.check()
         out = self.mu * v + self.L.T @ (self.L @ v)
         if self.S is not None:
             out += self.S @ v
@@ -173,10 +181,11 @@ class ModelHessian:
             return self
         return ModelHessian(self.mu[keep], None if self.S is None else self.S.restricted(keep),
                             self.L[:, keep], [(Bt[:, keep], C) for Bt, C in self.cores],
-                            None if self.dense is None else self.dense[np.ix_(keep, keep)])
+                            None if self.dense is None else self.dense[np.ix_(keep, keep)],
+                            self.check)
 
     def without_lowrank(self):
-        return ModelHessian(self.mu, self.S, self.L[:0], self.cores, self.dense)
+        return ModelHessian(self.mu, self.S, self.L[:0], self.cores, self.dense, self.check)
 
     def solve(self, b, rtol, maxiter=CG_MAX_ITER, shift=0.0):
         """(H + diag shift)⁻¹b by conjugate gradients to a relative residual of ``rtol``,
