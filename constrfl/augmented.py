@@ -26,6 +26,7 @@ class AugmentedTerm:
         self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
         self.objective = objective
         self._last = None          # (w, cᵢ(w), hᵢ(w)) of the last evaluation
+        self._jacobian = None      # (w, cᵢ(w), ∇cᵢ(w)) of the last Hessian product
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
@@ -125,7 +126,9 @@ class AugmentedTerm:
         if Hv is None:
             return None
         if party.n_ineq:
-            c, J = party.c_value_jac(w)
+            if self._jacobian is None or self._jacobian[0] is not w:   # (CG: the same w)
+                self._jacobian = (w, *party.c_value_jac(w))
+            c, J = self._jacobian[1:]
             p = np.maximum(self.mu + beta * c, 0.0)
             if p.any():
                 Hc = c_products(w, v, p)

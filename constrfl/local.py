@@ -1,8 +1,9 @@
 """Local solvers and the pieces of (proximal) Newton steps.
 
 * :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search for a smooth,
-  strongly convex function; L-BFGS (scipy's, with one BLAS thread at large d) when no
-  Hessian is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19)
+  strongly convex function, its directions from the Hessian or, with Hessian products
+  only, by conjugate gradients (truncated Newton, :func:`cg_direction`); L-BFGS (scipy's,
+  with one BLAS thread at large d) when neither is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19)
   inside its ADMM handler (compiled for a party of stacked row losses:
   :func:`~constrfl.kernels.stacked_minimize`).
 * :func:`newton_direction`, :func:`accept_step`: the steps of the server's Newton method
@@ -53,6 +54,9 @@ DIRECT_LAPACK_MAX_DIM = 64
 #: ddot in turn, 9 µs the pair at 10,000 entries, 9.7 ms at 10,001); below there are no
 #: threads to wait for
 LBFGS_ONE_THREAD_ABOVE = 10_000
+#: conjugate gradient iterations (Hessian products) at most for a truncated Newton step
+#: (:func:`cg_direction`)
+CG_MAX_ITER = 200
 #: the process's BLAS libraries (NumPy's and SciPy's, loaded by the imports above), found
 #: once: ``threadpool_limits`` scans the process's libraries at every call (1.7 ms, in a
 #: local solve of every client in every round), a limit on the found ones takes 0.02 ms
@@ -86,17 +90,25 @@ def accept_step(f_new, f, slope, t, r_new, r):
                                  math.nan if r_new is None else r_new, r)
 
 
-def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
-    """Minimize a smooth strongly convex ``fun`` from ``x0`` until ``‖∇f‖∞ ≤ tol``."""
+def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True, hessvec=None):
+    """Minimize a smooth strongly convex ``fun`` from ``x0`` until ``‖∇f‖∞ ≤ tol`` by
+    Newton steps with an Armijo line search: directions from the Hessian, or without
+    one (``use_hessian=False``) from ``hessvec(x, v)`` = ∇²f(x)v by conjugate gradients
+    (:func:`cg_direction`: truncated Newton); L-BFGS where neither is available (no
+    Hessian, or a product that is None)."""
     x = np.array(x0, dtype=np.float64)
+    products = hessvec is not None and not use_hessian
     f, g, H = fun(x, 2 if use_hessian else 1)
-    if H is None:
+    if H is None and not products:
         return _lbfgs(fun, x, tol, max_iter)
     r = float(abs(g).max())
     for it in range(max_iter):
         if r <= tol:
             return LocalResult(x, it, r, True)
-        d = newton_direction(H, g)
+        d = (cg_direction(lambda v, at=x: hessvec(at, v), g) if products
+             else newton_direction(H, g))
+        if d is None:                        # a function without Hessian products
+            return _lbfgs(fun, x, tol, max_iter)
         slope = float(g @ d)
         if not slope < 0:
             d, slope = -g, -float(g @ g)
@@ -114,8 +126,35 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True):
         r = float(abs(g).max())
         if r <= tol:                         # no Hessian needed at the last point
             return LocalResult(x, it + 1, r, True)
-        H = fun(x, 2)[2]
+        if not products:
+            H = fun(x, 2)[2]
     return LocalResult(x, max_iter, r, r <= tol)
+
+
+def cg_direction(product, g, max_iter=CG_MAX_ITER):
+    """The truncated Newton direction (Nocedal & Wright §7.1): conjugate gradients on
+    Hd = −g with ``product(v)`` = Hv, from d = 0, until ‖Hd + g‖₂ ≤ min(½, √‖g‖₂)·‖g‖₂
+    (the forcing term of the server's Newton-CG: superlinear) or ``max_iter`` products,
+    or at a direction of no curvature (with the d so far; −g if that is the first).
+    None where a product is None."""
+    d, r = np.zeros_like(g), -g
+    p, rr = r, float(g @ g)
+    tol = min(0.5, math.sqrt(math.sqrt(rr))) * math.sqrt(rr)
+    for _ in range(max_iter):
+        Hp = product(p)
+        if Hp is None:
+            return None
+        pHp = float(p @ Hp)
+        if not pHp > 0:
+            break
+        alpha = rr / pHp
+        d = d + alpha * p
+        r = r - alpha * Hp
+        rr, rr_old = float(r @ r), rr
+        if math.sqrt(rr) <= tol:
+            break
+        p = r + (rr / rr_old) * p
+    return d if d.any() else -g
 
 
 def _lbfgs(fun, x0, tol, max_iter):

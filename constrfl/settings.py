@@ -37,10 +37,12 @@ from .rowspace import compact_size
 
 __all__ = ["OuterSettings", "NewtonSettings", "ADMMSettings", "BaselineSettings",
            "settings_for", "resume_settings", "tolerances", "DEFAULT_TOL", "to_saved", "from_saved",
-           "choose_inner", "METHODS", "BASELINES", "INNER", "AUTO_NEWTON_MAX_DIM",
-           "AUTO_NEWTON_NONSMOOTH_MAX_DIM", "AUTO_NEWTON_SMOOTH_MAX_DIM"]
+           "choose_inner", "METHODS", "BASELINES", "INNER", "LOCAL_SOLVERS",
+           "AUTO_NEWTON_MAX_DIM", "AUTO_NEWTON_NONSMOOTH_MAX_DIM", "AUTO_NEWTON_SMOOTH_MAX_DIM"]
 
 INNER = ("auto", "admm", "newton", "newton-cg", "newton-basis")
+#: the clients' solvers for the ADMM's (19) (``local_solver``)
+LOCAL_SOLVERS = ("auto", "newton", "newton-cg", "lbfgs")
 #: ``inner`` when none is given (resolved by :func:`choose_inner`)
 DEFAULT_INNER = "auto"
 #: ``inner="auto"`` runs the federated Newton method up to this dimension (its upload,
@@ -247,7 +249,9 @@ class ADMMSettings(OuterSettings):
     #: iterations per local solve of (19)
     local_max_iter: int = 100
     #: the clients' solver for (19): "newton" (semismooth, L-BFGS for functions without
-    #: Hessians), "lbfgs", or "auto" (newton up to d = AUTO_NEWTON_MAX_DIM, then lbfgs)
+    #: Hessians), "newton-cg" (Newton by conjugate gradients on Hessian products, L-BFGS
+    #: for functions without them), "lbfgs", or "auto" (newton up to d =
+    #: AUTO_NEWTON_MAX_DIM, then newton-cg)
     local_solver: str = "auto"
     inner: str = field(default="admm", init=False)
 
@@ -260,8 +264,8 @@ class ADMMSettings(OuterSettings):
         self._set("adaptive_rho", bool(self.adaptive_rho))
         self._set("max_inner", count(self.max_inner, "max_inner"))
         self._set("local_max_iter", count(self.local_max_iter, "local_max_iter"))
-        if self.local_solver not in ("auto", "newton", "lbfgs"):
-            raise ValueError(f"local_solver must be 'auto', 'newton' or 'lbfgs', got "
+        if self.local_solver not in LOCAL_SOLVERS:
+            raise ValueError(f"local_solver must be one of {LOCAL_SOLVERS}, got "
                              f"{self.local_solver!r}")
 
     @property
@@ -537,7 +541,7 @@ def settings_for(method, options, problem):
     settings = ADMMSettings.build(given, where)
     if settings.local_solver == "auto":            # no dense d×d Hessians above the limit
         settings = settings.replace(local_solver="newton" if problem.dim <= AUTO_NEWTON_MAX_DIM
-                                    else "lbfgs")
+                                    else "newton-cg")
     return settings
 
 

@@ -38,9 +38,11 @@ parties reaches the server, :data:`constrfl.messages.FIELDS`):
   at w with penalty ``beta``.
 * ``kkt.report`` {w, penalty_weight}: the same share for the baselines, with the penalty
   multipliers μ = γ[cᵢ(w)]₊, ν = γhᵢ(w).
-* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian, [rho],
-  [count_rows], [sketch]}: φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14); when ``cold`` Algorithm
-  2's start uᵢ = wᵏ, λᵢ = 0 and the first ρᵢ, else (uᵢ, λᵢ, ρᵢ) carry over and, with
+* ``admm.start`` {gamma, cold, metric, adaptive, local_max_iter, local_hessian,
+  [local_products], [rho], [count_rows], [sketch]}: φᵢ = ALᵢ + γ/2‖· − wᵏ‖² (12)–(14)
+  (its (19) by Newton with Hessians, by Newton-CG on Hessian products with
+  ``local_products``, else by L-BFGS); when ``cold`` Algorithm 2's start uᵢ = wᵏ,
+  λᵢ = 0 and the first ρᵢ, else (uᵢ, λᵢ, ρᵢ) carry over and, with
   ``metric`` or a ``sketch`` Ω, the penalty becomes Rᵢ = ρᵢI + JᵢᵀJᵢ; reply ρᵢ,
   Rᵢvᵢ = Rᵢuᵢ + λᵢ and JᵢᵀJᵢ's triangle (``metric``) or JᵢᵀJᵢΩ (``sketch``), with
   ``count_rows`` the block's number of constraint rows.

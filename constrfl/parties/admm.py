@@ -66,7 +66,9 @@ def admm_start(msg, state, ctx):
     rows of any Jᵢ it will have), whose sum sizes the sketches."""
     state = {k: v for k, v in state.items() if k not in ("w_last", "w_ref", "lam_ref")}
     state.update(gamma=msg["gamma"], local_max_iter=msg["local_max_iter"],
-                 local_hessian=msg["local_hessian"], adaptive=msg["adaptive"], age=0)
+                 local_hessian=msg["local_hessian"],
+                 local_products=bool(msg.get("local_products", False)),
+                 adaptive=msg["adaptive"], age=0)
     wk = state["wk"]
     sketch = msg.get("sketch")
     J = (_constraint_metric(state, ctx.party)
@@ -176,6 +178,15 @@ def _compiled_step(state, party, w, rho_next, tol):
                                    state["J"], RELAXATION, tol, state["local_max_iter"])
 
 
+def _block_products(term, shift, J):
+    """(x, v) ↦ ∇²ALᵢ(x)v + shift·v + JᵀJv: the Hessian products of (19)'s objective
+    (``local_solver="newton-cg"``; None where the AL term has none)."""
+    def product(x, v):
+        Hv = term.hessvec(x, v)
+        return None if Hv is None else Hv + metric_times(shift, J, v)
+    return product
+
+
 def _block_step(state, ctx, w, rho_next, tol):
     """``(eᵢ, κᵢ², uᵢ⁺, λᵢ⁺)`` of :func:`admm_step`, evaluated function by function."""
     party = ctx.party
@@ -198,6 +209,9 @@ def _block_step(state, ctx, w, rho_next, tol):
         fun = plus_quadratic(term, gamma + rho, m)
         if J.shape[0]:
             fun = plus_gauss_newton(fun, J, w_hat)
-        u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"]).x
+        products = (_block_products(term, gamma + rho, J) if state.get("local_products")
+                    else None)
+        u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"],
+                            products).x
     lam = lam + metric_times(rho, J, u - w_hat)         # (20)
     return e, kappa_sq, u, lam

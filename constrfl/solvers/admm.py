@@ -117,7 +117,7 @@ class ADMM:
     mean), or None: each block chooses its own.  ``adaptive_rho``: the blocks' spectral
     rule (False: ρᵢ fixed, as in the paper).  ``eps``: (ε₁, ε₂) of the early stop.  The
     options are a :class:`~constrfl.settings.ADMMSettings`' (their one default is
-    there), ``local_solver`` resolved (``"newton"`` or ``"lbfgs"``).
+    there), ``local_solver`` resolved (``"newton"``, ``"newton-cg"`` or ``"lbfgs"``).
     """
 
     start_type = M.ADMM_START
@@ -136,6 +136,8 @@ class ADMM:
         self.local = {"local_max_iter": int(local_max_iter),
                       "local_hessian": local_solver == "newton",
                       "adaptive": bool(adaptive_rho)}
+        if local_solver == "newton-cg":            # (the field only where it is asked)
+            self.local["local_products"] = True
 
     def gamma(self, beta):
         return 1.0 / ((self.n + 1) * beta)
