@@ -2,10 +2,10 @@
 
 * :func:`minimize_smooth`: (semismooth) Newton with an Armijo line search for a smooth,
   strongly convex function, its directions from the Hessian or, with Hessian products
-  only, by conjugate gradients (truncated Newton, :func:`cg_direction`); L-BFGS (scipy's,
-  with one BLAS thread at large d) when neither is available.  Stops when ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19)
-  inside its ADMM handler (compiled for a party of stacked row losses:
-  :func:`~constrfl.kernels.stacked_minimize`).
+  only, by conjugate gradients (truncated Newton, :func:`cg_direction`); L-BFGS
+  (scipy's, with one BLAS thread at large d) when neither is available.  Stops when
+  ``‖∇f(x)‖∞ ≤ tol``.  A party runs it on (19) inside its ADMM handler (compiled for
+  a party of stacked row losses: :func:`~constrfl.kernels.stacked_minimize`).
 * :func:`newton_direction`, :func:`accept_step`: the steps of the server's Newton method
   (:mod:`.newton`; its proximal step: :mod:`.proxstep`); the acceptance test is the
   compiled local Newton's too (:mod:`.block`).

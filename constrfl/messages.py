@@ -113,8 +113,9 @@ FIELDS = {
     M.AL_UPDATE: _fields("w beta", dict(KKT_SHARE, multiplier_step_sq=SUM), "mu nu wk"),
     M.KKT_REPORT: _fields("w penalty_weight", KKT_SHARE, "mu nu"),
     M.ADMM_START: _fields("gamma cold metric count_rows sketch local_max_iter local_hessian "
-                          "local_products adaptive rho", {"rho": SUM, "Rv": SUM, "metric": SUM,
-                                           "metric_sketch": SUM, "constraint_rows": SUM},
+                          "local_products adaptive rho",
+                          {"rho": SUM, "Rv": SUM, "metric": SUM, "metric_sketch": SUM,
+                           "constraint_rows": SUM},
                           "u lam J"),
     M.ADMM_STEP: _fields("w tol", {"e": SUM, "Rv": SUM, "rho": SUM, "definition1_sq": SUM},
                          "u lam J"),
