@@ -148,6 +148,9 @@ class Function:
     curvature: str = "convex"
     n_samples: int = 0         # rows of data behind this function (for ρᵢ ∝ Nᵢ)
     quadratic: bool = False    # at most quadratic: the Hessian does not depend on w
+    #: hessvec forms the d×d Hessian (the default product below); False where the
+    #: function has products of its own
+    dense_products: bool = True
 
     # -- evaluation -------------------------------------------------------------------
     def value(self, w):
@@ -311,6 +314,10 @@ class Sum(Function):
     def quadratic(self):
         return all(f.quadratic for f in self.terms)
 
+    @property
+    def dense_products(self):
+        return any(f.dense_products for f in self.terms)
+
     def cvxpy(self, w):
         return sum(a * f.cvxpy(w) for f, a in zip(self.terms, self.weights)) + self.offset
 
@@ -331,6 +338,7 @@ class Quadratic(Function):
     """``f(w) = ½ wᵀAw + bᵀw + c`` (A symmetrized; convex iff A ⪰ 0)."""
 
     quadratic = True
+    dense_products = False
 
     def __init__(self, A, b=None, c=0.0):
         A = _as_float_array(A, "A", "Quadratic", ndim=2)
@@ -391,6 +399,8 @@ class Quadratic(Function):
 class Affine(Function):
     """``h(w) = Cw + d``: vector-valued for a 2-D ``C`` (m, d), scalar for a 1-D ``C``."""
 
+    dense_products = False
+
     curvature = "affine"
     quadratic = True
 
@@ -439,6 +449,7 @@ class SquaredNorm(Function):
     """
 
     quadratic = True
+    dense_products = False
 
     def __init__(self, A=None, b=None):
         self.A = None if A is None else _as_float_array(A, "A", "SquaredNorm", ndim=2)
@@ -502,6 +513,8 @@ class _RowLoss(Function):
     densified.  The kernels give bit-identical results on a dense X and on its CSR
     (see :mod:`constrfl.kernels`), so sparse and dense input define the same function.
     """
+
+    dense_products = False
 
     @classmethod
     def of_checked_rows(cls, X, y, as_csr=None):
@@ -707,7 +720,7 @@ class Cached(Function):
             raise TypeError(f"Cached: f must be a scalar-valued constrfl Function, got {f!r}")
         self.f = f
         self.dim, self.curvature, self.n_samples = f.dim, f.curvature, f.n_samples
-        self.quadratic = f.quadratic
+        self.quadratic, self.dense_products = f.quadratic, f.dense_products
         self._w = self._vg = self._H = None
 
     def _at(self, w):
@@ -765,6 +778,7 @@ class Rescaled(Function):
         self.f, self.D = f, np.asarray(D, dtype=np.float64)
         self.dim, self.size, self.curvature = f.dim, f.size, f.curvature
         self.n_samples, self.quadratic = f.n_samples, f.quadratic
+        self.dense_products = f.dense_products
 
     def value(self, w):
         return self.f.value(self.D * w)

@@ -97,6 +97,12 @@ class Party:
         return all(f.is_convex for _, f in self._slots())
 
     @property
+    def dense_products(self):
+        """True when a Hessian product of some function forms its d×d Hessian
+        (:attr:`~constrfl.functions.Function.dense_products`)."""
+        return any(f.dense_products for _, f in self._slots())
+
+    @property
     def constant_hessian(self):
         """True when the AL term's Hessian does not depend on w or the multipliers:
         a quadratic (or no) objective, affine equalities, no inequalities."""

@@ -250,7 +250,7 @@ class ADMMSettings(OuterSettings):
     local_max_iter: int = 100
     #: the clients' solver for (19): "newton" (semismooth, L-BFGS for functions without
     #: Hessians), "newton-cg" (Newton by conjugate gradients on Hessian products, L-BFGS
-    #: for functions without them), "lbfgs", or "auto" (newton up to d =
+    #: for a client whose products are missing or dense), "lbfgs", or "auto" (newton up to d =
     #: AUTO_NEWTON_MAX_DIM, then newton-cg)
     local_solver: str = "auto"
     inner: str = field(default="admm", init=False)

@@ -20,10 +20,11 @@ def test_constant_hessian_parties():
     assert not any(c.constant_hessian for c in np_problem(3).clients)   # logistic + c ≤ 0
 
 
-def started(client, wk, local_hessian=True, rho=0.3, adaptive=False, cold=True):
+def started(client, wk, local_hessian=True, rho=0.3, adaptive=False, cold=True,
+            **extra):
     state = init_state(client)
     msg = {"w": wk, "beta": 10.0, "gamma": 0.01, "cold": cold, "local_max_iter": 100,
-           "local_hessian": local_hessian, "adaptive": adaptive, "metric": True}
+           "local_hessian": local_hessian, "adaptive": adaptive, "metric": True, **extra}
     if rho is not None:
         msg["rho"] = rho
     return dispatch("al.begin+admm.start", msg, state, PartyContext(client))
@@ -185,6 +186,34 @@ def test_lbfgs_option_keeps_the_iterative_local_solver():
     sub = plus_quadratic(phi, new["rho"], w_hat - state["lam"] / new["rho"])
     g = np.max(np.abs(sub(new["u"], 1)[1]))
     assert 1e-12 < g <= 1e-5          # iterative: small, but not solved to rounding
+
+
+def test_newton_cg_local_solver_solves_the_block_by_products():
+    """local_products: (19) by Newton-CG on the AL term's Hessian products, to the
+    tolerance asked for (the gradient of φᵢ + ⟨λ, u − ŵ⟩ + ρ/2‖u − ŵ‖² at uᵢ⁺, from the
+    functions themselves); a party whose product would form its d×d Hessian (a Custom
+    with ``hess``) takes L-BFGS instead: the same uᵢ⁺ as ``local_hessian=False``, bit
+    for bit."""
+    client = np_problem(2, 0.4, rows=200).clients[0]
+    d = client.objective.dim
+    wk = np.zeros(d)
+    _, state = started(client, wk, local_hessian=False, local_products=True)
+    w = wk + 0.1
+    reply, new = dispatch("admm.step", {"w": w, "tol": 1e-9}, state, PartyContext(client))
+    w_hat = handlers.RELAXATION * w + (1 - handlers.RELAXATION) * state["u"]
+    sub = plus_quadratic(phi_of(client, state, wk), new["rho"], w_hat - state["lam"] / new["rho"])
+    assert np.max(np.abs(sub(new["u"], 1)[1])) <= 1e-9
+    assert not client.dense_products
+    f = client.objective
+    custom = cf.Client(objective=cf.functions.Custom(f.value, f.grad, f.hess, dim=d),
+                       constraints=client.constraints)
+    assert custom.dense_products
+    steps = []
+    for extra in ({"local_products": True}, {}):
+        _, s = started(custom, wk, local_hessian=False, **extra)
+        steps.append(dispatch("admm.step", {"w": w, "tol": 1e-9}, s,
+                              PartyContext(custom))[1]["u"])
+    assert steps[0].tobytes() == steps[1].tobytes()
 
 
 @pytest.mark.parametrize("rows", [(1, 0, 2), (9, 8, 7)])      # Woodbury; more rows than d

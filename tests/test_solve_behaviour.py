@@ -227,15 +227,17 @@ def test_max_iterations_names_failing_residual():
     assert not res.success
 
 
-def test_rho_samples_and_lbfgs_path():
-    """ρᵢ ∝ Nᵢ, and a Custom objective without a Hessian (local L-BFGS)."""
+@pytest.mark.parametrize("local_solver", ["auto", "newton-cg"])
+def test_rho_samples_and_lbfgs_path(local_solver):
+    """ρᵢ ∝ Nᵢ, and a Custom objective without a Hessian (local L-BFGS, also where
+    Newton-CG was asked for: the Custom has no Hessian products either)."""
     p = np_problem(4, 0.4, rows=500)
     assert cf.solve(p, inner="admm", rho="samples").status == "optimal"
     a = np.array([1.0, 2.0, -3.0])
     f = fn.Custom(lambda w: 0.5 * np.sum((w - a) ** 2) + 0.25 * np.sum(w ** 4),
                   lambda w: (w - a) + w ** 3, dim=3)
     q = cf.Problem([cf.Client(objective=f, constraints=[fn.Affine(np.ones(3), -0.5)])])
-    res = cf.solve(q, inner="admm", tol=1e-7)
+    res = cf.solve(q, inner="admm", tol=1e-7, local_solver=local_solver)
     ref = cf.solve(cf.Problem([cf.Client(
         objective=fn.Custom(f._value, f._grad, lambda w: np.eye(3) + np.diag(3 * w ** 2), dim=3),
         constraints=[fn.Affine(np.ones(3), -0.5)])]), method="cproxal", tol=1e-9)

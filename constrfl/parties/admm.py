@@ -180,7 +180,8 @@ def _compiled_step(state, party, w, rho_next, tol):
 
 def _block_products(term, shift, J):
     """(x, v) ↦ ∇²ALᵢ(x)v + shift·v + JᵀJv: the Hessian products of (19)'s objective
-    (``local_solver="newton-cg"``; None where the AL term has none)."""
+    (``local_solver="newton-cg"``, for a party whose functions have products of their
+    own: ``Party.dense_products`` False; None where the AL term has none)."""
     def product(x, v):
         Hv = term.hessvec(x, v)
         return None if Hv is None else Hv + metric_times(shift, J, v)
@@ -209,8 +210,8 @@ def _block_step(state, ctx, w, rho_next, tol):
         fun = plus_quadratic(term, gamma + rho, m)
         if J.shape[0]:
             fun = plus_gauss_newton(fun, J, w_hat)
-        products = (_block_products(term, gamma + rho, J) if state.get("local_products")
-                    else None)
+        products = (_block_products(term, gamma + rho, J)
+                    if state.get("local_products") and not party.dense_products else None)
         u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"],
                             products).x
     lam = lam + metric_times(rho, J, u - w_hat)         # (20)
