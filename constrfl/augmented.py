@@ -26,7 +26,8 @@ class AugmentedTerm:
         self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
         self.objective = objective
         self._last = None          # (w, cᵢ(w), hᵢ(w)) of the last evaluation
-        self._jacobian = None      # (w, cᵢ(w), ∇cᵢ(w)) of the last Hessian product
+        self._active = None        # (w, [μ + βcᵢ(w)]₊, ∇cᵢ(w) of its active rows) of the
+        #                            last Hessian product (CG asks at one w)
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
@@ -126,15 +127,16 @@ class AugmentedTerm:
         if Hv is None:
             return None
         if party.n_ineq:
-            if self._jacobian is None or self._jacobian[0] is not w:   # (CG: the same w)
-                self._jacobian = (w, *party.c_value_jac(w))
-            c, J = self._jacobian[1:]
-            p = np.maximum(self.mu + beta * c, 0.0)
+            if self._active is None or self._active[0] is not w:     # (CG: the same w)
+                c, J = party.c_value_jac(w)
+                p = np.maximum(self.mu + beta * c, 0.0)
+                self._active = w, p, J[p > 0]
+            _, p, J = self._active
             if p.any():
                 Hc = c_products(w, v, p)
                 if Hc is None:
                     return None
-                Hv = Hv + beta * _gauss_newton(J[p > 0], v) + Hc
+                Hv = Hv + beta * _gauss_newton(J, v) + Hc
         if party.n_eq:
             Hv = Hv + beta * _gauss_newton(party.h_jac(w), v)
         return Hv

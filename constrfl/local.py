@@ -137,8 +137,8 @@ def cg_direction(product, g, max_iter=CG_MAX_ITER):
     (the forcing term of the server's Newton-CG: superlinear) or ``max_iter`` products,
     or at a direction of no curvature (with the d so far; −g if that is the first).
     None where a product is None."""
-    d, r = np.zeros_like(g), -g
-    p, rr = r, float(g @ g)
+    d, r = np.zeros_like(g), -g                # (d, r and p are this loop's own arrays)
+    p, rr = r.copy(), float(g @ g)
     tol = min(0.5, math.sqrt(math.sqrt(rr))) * math.sqrt(rr)
     for _ in range(max_iter):
         Hp = product(p)
@@ -148,12 +148,13 @@ def cg_direction(product, g, max_iter=CG_MAX_ITER):
         if not pHp > 0:
             break
         alpha = rr / pHp
-        d = d + alpha * p
-        r = r - alpha * Hp
+        d += alpha * p
+        r -= alpha * Hp
         rr, rr_old = float(r @ r), rr
         if math.sqrt(rr) <= tol:
             break
-        p = r + (rr / rr_old) * p
+        p *= rr / rr_old
+        p += r
     return d if d.any() else -g
 
 
