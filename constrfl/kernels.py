@@ -371,6 +371,16 @@ def _matvec(X, w):
 
 
 @numba.njit(cache=True)
+def gram_times(X, omega, v):
+    """Xᵀ diag(ω) X v: two passes over the rows, no d×d."""
+    out = np.zeros(_shape(X)[1])
+    for j in range(_shape(X)[0]):
+        x = _row(X, j)
+        _axpy(omega[j] * _dot(x, v), x, out)
+    return out
+
+
+@numba.njit(cache=True)
 def lsq_hessvec(X, s, v):
     """(1/S) Xᵀ diag(s) X v."""
     d = _shape(X)[1]

@@ -90,14 +90,14 @@ def accept_step(f_new, f, slope, t, r_new, r):
                                  math.nan if r_new is None else r_new, r)
 
 
-def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True, hessvec=None):
+def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True, operator=None):
     """Minimize a smooth strongly convex ``fun`` from ``x0`` until ``‖∇f‖∞ ≤ tol`` by
     Newton steps with an Armijo line search: directions from the Hessian, or without
-    one (``use_hessian=False``) from ``hessvec(x, v)`` = ∇²f(x)v by conjugate gradients
-    (:func:`cg_direction`: truncated Newton); L-BFGS where neither is available (no
-    Hessian, or a product that is None)."""
+    one (``use_hessian=False``) from the products of ``operator(x)``, a function
+    v ↦ ∇²f(x)v, by conjugate gradients (:func:`cg_direction`: truncated Newton); L-BFGS
+    where neither is available (no Hessian, or a product that is None)."""
     x = np.array(x0, dtype=np.float64)
-    products = hessvec is not None and not use_hessian
+    products = operator is not None and not use_hessian
     f, g, H = fun(x, 2 if use_hessian else 1)
     if H is None and not products:
         return _lbfgs(fun, x, tol, max_iter)
@@ -105,8 +105,7 @@ def minimize_smooth(fun, x0, tol, max_iter=100, use_hessian=True, hessvec=None):
     for it in range(max_iter):
         if r <= tol:
             return LocalResult(x, it, r, True)
-        d = (cg_direction(lambda v, at=x: hessvec(at, v), g) if products
-             else newton_direction(H, g))
+        d = cg_direction(operator(x), g) if products else newton_direction(H, g)
         if d is None:                        # a function without Hessian products
             return _lbfgs(fun, x, tol, max_iter)
         slope = float(g @ d)

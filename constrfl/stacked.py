@@ -145,6 +145,24 @@ class StackedRows:
             return None
         return float(val[0]), (g if order >= 1 else None), (H if order >= 2 else None), c
 
+    def hessian_weights(self, w, beta, mu, objective=True):
+        """``(ω, L)`` with ∇²(fᵢ + ‖[μ + βcᵢ]₊‖²/2β)(w) = Xᵀdiag(ω)X + LᵀL (B4): the row
+        weights ω_j = b_{term(j)} s_j ℓ''(x_jᵀw) and the rows √β∇cₗ(w) of the active
+        constraints; None when one is not finite."""
+        X, y, s, term, logistic, A, o, a0, o0, mu, beta = self.kernel_args(beta, mu,
+                                                                           objective)
+        t, G, h = kernels.stacked_terms(X, y, s, term, logistic, w, True)
+        _, _, p, b = kernels.stacked_penalized(t, A, o, a0, o0, mu, beta)
+        omega = b[term] * s * h
+        L = np.sqrt(beta) * (A[p > 0] @ G)
+        if not (np.all(np.isfinite(omega)) and np.all(np.isfinite(L))):
+            return None
+        return omega, L
+
+    def hessian_times(self, omega, L, v):
+        """(Xᵀdiag(ω)X + LᵀL)v: two passes over the rows (:meth:`hessian_weights`)."""
+        return kernels.gram_times(self.X, omega, v) + L.T @ (L @ v)
+
     def admm_step(self, beta, mu, gamma, wk, w, u, lam, rho, rho_next, J, relax, tol,
                   max_iter):
         """:func:`~constrfl.kernels.stacked_admm_step`: ``(e, κ², u⁺, λ⁺)``, or None

@@ -364,11 +364,11 @@ def test_minimize_smooth_by_hessian_products():
         return val, A @ x - b + x ** 3, None
 
     res = minimize_smooth(fun, np.zeros(d), 1e-10, use_hessian=False,
-                          hessvec=lambda x, v: A @ v + 3 * x ** 2 * v)
+                          operator=lambda x: lambda v: A @ v + 3 * x ** 2 * v)
     assert res.converged and np.max(np.abs(A @ res.x - b + res.x ** 3)) <= 1e-10
     products, calls[:] = len(calls), []
     lbfgs = minimize_smooth(fun, np.zeros(d), 1e-6, use_hessian=False)
     assert lbfgs.converged and products < len(calls)
     fallback = minimize_smooth(fun, np.zeros(d), 1e-6, use_hessian=False,
-                               hessvec=lambda x, v: None)
+                               operator=lambda x: lambda v: None)
     assert fallback.x.tobytes() == lbfgs.x.tobytes()

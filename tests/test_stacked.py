@@ -52,6 +52,24 @@ def parties():
 
 @pytest.mark.parametrize("name", list(parties()))
 @pytest.mark.parametrize("objective", [True, False])
+def test_hessian_operator_is_the_hessian(name, objective):
+    """AugmentedTerm.hessian_operator(w) (the local Newton-CG's products: the (B4)
+    weights once, two passes over the rows a product, or hessvec where the party has
+    equalities) times v equals the AL term's Hessian, formed function by function,
+    times v; with no, some and all constraint rows active."""
+    party = parties()[name]
+    w, v = rng.standard_normal(d), rng.standard_normal(d)
+    for mu_scale in (0.0, 1.0, 50.0):
+        mu = mu_scale * rng.random(party.n_ineq)
+        nu = rng.standard_normal(party.n_eq)
+        term = AugmentedTerm(party, 3.0, mu, nu, objective=objective)
+        H = term._by_function(w, 2)[2] + 3.0 * party.h_jac(w).T @ party.h_jac(w)
+        np.testing.assert_allclose(term.hessian_operator(w)(v), H @ v, rtol=1e-12,
+                                   atol=1e-13)
+
+
+@pytest.mark.parametrize("name", list(parties()))
+@pytest.mark.parametrize("objective", [True, False])
 def test_one_pass_equals_function_by_function(name, objective):
     party = parties()[name]
     assert party.stacked is not None

@@ -178,14 +178,18 @@ def _compiled_step(state, party, w, rho_next, tol):
                                    state["J"], RELAXATION, tol, state["local_max_iter"])
 
 
-def _block_products(term, shift, J):
-    """(x, v) ↦ ∇²ALᵢ(x)v + shift·v + JᵀJv: the Hessian products of (19)'s objective
+def _block_operator(term, shift, J):
+    """x ↦ (v ↦ ∇²ALᵢ(x)v + shift·v + JᵀJv): the Hessian products of (19)'s objective
     (``local_solver="newton-cg"``, for a party whose functions have products of their
-    own: ``Party.dense_products`` False; None where the AL term has none)."""
-    def product(x, v):
-        Hv = term.hessvec(x, v)
-        return None if Hv is None else Hv + metric_times(shift, J, v)
-    return product
+    own: ``Party.dense_products`` False; a product is None where the AL term has none)."""
+    def at(x):
+        H = term.hessian_operator(x)
+
+        def product(v):
+            Hv = H(v)
+            return None if Hv is None else Hv + metric_times(shift, J, v)
+        return product
+    return at
 
 
 def _block_step(state, ctx, w, rho_next, tol):
@@ -210,9 +214,9 @@ def _block_step(state, ctx, w, rho_next, tol):
         fun = plus_quadratic(term, gamma + rho, m)
         if J.shape[0]:
             fun = plus_gauss_newton(fun, J, w_hat)
-        products = (_block_products(term, gamma + rho, J)
+        operator = (_block_operator(term, gamma + rho, J)
                     if state.get("local_products") and not party.dense_products else None)
         u = minimize_smooth(fun, u, tol, state["local_max_iter"], state["local_hessian"],
-                            products).x
+                            operator).x
     lam = lam + metric_times(rho, J, u - w_hat)         # (20)
     return e, kappa_sq, u, lam
