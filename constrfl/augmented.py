@@ -26,8 +26,6 @@ class AugmentedTerm:
         self.party, self.beta, self.mu, self.nu = party, beta, mu, nu
         self.objective = objective
         self._last = None          # (w, cᵢ(w), hᵢ(w)) of the last evaluation
-        self._active = None        # (w, [μ + βcᵢ(w)]₊, ∇cᵢ(w) of its active rows) of the
-        #                            last Hessian product (CG asks at one w)
 
     def __call__(self, w, order=2):
         party, beta = self.party, self.beta
@@ -121,30 +119,35 @@ class AugmentedTerm:
         losses without equalities, their (B4) weights once and then two passes over the
         rows a product (:meth:`~constrfl.stacked.StackedRows.hessian_weights`; the same
         products as :meth:`hessvec`'s up to rounding, at about half the cost); else
-        :meth:`hessvec` at w."""
+        :meth:`hessvec`'s products, the active constraint rows found once."""
         stacked = self.party.stacked
         if stacked is not None and not self.party.n_eq:
             weights = stacked.hessian_weights(w, self.beta, self.mu, self.objective)
             if weights is not None:
                 return lambda v: stacked.hessian_times(*weights, v)
-        return lambda v: self.hessvec(w, v)
+        active = self._active_rows(w)
+        return lambda v: self._products(w, v, self.party.f_hessvec, self.party.c_hessvec,
+                                        active)
 
     def hessvecs(self, w, V):
         """:meth:`hessvec` of each row of V (m × d) at once (row losses in one pass over
         their rows): an m × d array, or None."""
         return self._products(w, V, self.party.f_hessvecs, self.party.c_hessvecs)
 
-    def _products(self, w, v, f_products, c_products):
+    def _active_rows(self, w):
+        """``(p, J)``: p = [μ + βcᵢ(w)]₊ and ∇cᵢ(w)'s rows where p > 0."""
+        c, J = self.party.c_value_jac(w)
+        p = np.maximum(self.mu + self.beta * c, 0.0)
+        return p, J[p > 0]
+
+    def _products(self, w, v, f_products, c_products, active=None):
+        """The Hessian products; ``active``: :meth:`_active_rows` at w, if known."""
         party, beta = self.party, self.beta
         Hv = f_products(w, v) if self.objective else np.zeros(v.shape)
         if Hv is None:
             return None
         if party.n_ineq:
-            if self._active is None or self._active[0] is not w:     # (CG: the same w)
-                c, J = party.c_value_jac(w)
-                p = np.maximum(self.mu + beta * c, 0.0)
-                self._active = w, p, J[p > 0]
-            _, p, J = self._active
+            p, J = self._active_rows(w) if active is None else active
             if p.any():
                 Hc = c_products(w, v, p)
                 if Hc is None:

@@ -351,23 +351,12 @@ def lsq_hess(X, s):
 
 @numba.njit(cache=True)
 def logistic_hessvec(X, y, s, w, v):
-    """(1/S) Xᵀ diag(s σ(z)(1 − σ(z))) X v, z = Xw: two passes over the rows, no d×d."""
-    d = _shape(X)[1]
-    out = np.zeros(d)
+    """(1/S) Xᵀ diag(s σ(z)(1 − σ(z))) X v, z = Xw: three passes over the rows, no d×d."""
     z = _matvec(X, w)
+    omega = np.empty(z.shape[0])
     for j in range(z.shape[0]):
-        x = _row(X, j)
-        _axpy(s[j] * _logistic_point(z[j], y[j])[2] * _dot(x, v), x, out)
-    return out / np.sum(s)
-
-
-@numba.njit(cache=True)
-def _matvec(X, w):
-    n = _shape(X)[0]
-    z = np.empty(n)
-    for j in range(n):
-        z[j] = _dot(_row(X, j), w)
-    return z
+        omega[j] = s[j] * _logistic_point(z[j], y[j])[2]
+    return gram_times(X, omega, v) / np.sum(s)
 
 
 @numba.njit(cache=True)
@@ -381,14 +370,18 @@ def gram_times(X, omega, v):
 
 
 @numba.njit(cache=True)
+def _matvec(X, w):
+    n = _shape(X)[0]
+    z = np.empty(n)
+    for j in range(n):
+        z[j] = _dot(_row(X, j), w)
+    return z
+
+
+@numba.njit(cache=True)
 def lsq_hessvec(X, s, v):
     """(1/S) Xᵀ diag(s) X v."""
-    d = _shape(X)[1]
-    out = np.zeros(d)
-    for j in range(_shape(X)[0]):
-        x = _row(X, j)
-        _axpy(s[j] * _dot(x, v), x, out)
-    return out / np.sum(s)
+    return gram_times(X, s, v) / np.sum(s)
 
 
 # ---- stacked row losses (constrfl.stacked) ------------------------------------
