@@ -74,6 +74,10 @@ KKT_SHARE = {"lagrangian_grad": SUM, "objective_grad": SUM, "objective": SUM,
 _EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "no_hessian": SUM, "core": DISCLOSED,
                "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
 _EVAL_PAYLOAD = "w order x t basis models"
+#: the next subproblem's first evaluation, taken ahead on a subproblem's last trial
+#: (``newton.eval`` with ``next_beta``: docs/algorithms.md §3, "The next start ahead")
+NEXT_START = {"next_values": SUM, "next_grad": SUM, "next_hess": SUM,
+              "next_no_hessian": SUM}
 _TRAIN_PAYLOAD = "x n_clients penalty_weight batch_size seed steps lr round"
 
 
@@ -108,9 +112,10 @@ M = MessageType
 FIELDS = {
     M.SCALE_STATS: _fields("w", {"hessian_columns_sq": SUM, "jacobian_columns_sq": SUM,
                                  "objective_grad": SUM}, "scale_rows_ineq scale_rows_eq"),
-    M.AL_BEGIN: _fields("w beta scale_columns scale_objective scale_rows", KKT_SHARE,
-                        "mu nu wk scale_rows_ineq scale_rows_eq"),
-    M.AL_UPDATE: _fields("w beta", dict(KKT_SHARE, multiplier_step_sq=SUM), "mu nu wk"),
+    M.AL_BEGIN: _fields("w beta subproblem scale_columns scale_objective scale_rows",
+                        KKT_SHARE, "mu nu wk subproblem scale_rows_ineq scale_rows_eq"),
+    M.AL_UPDATE: _fields("w beta subproblem", dict(KKT_SHARE, multiplier_step_sq=SUM),
+                         "mu nu wk subproblem"),
     M.KKT_REPORT: _fields("w penalty_weight", KKT_SHARE, "mu nu"),
     M.ADMM_START: _fields("gamma cold metric count_rows sketch local_max_iter local_hessian "
                           "local_products adaptive rho",
@@ -119,9 +124,11 @@ FIELDS = {
                           "u lam J"),
     M.ADMM_STEP: _fields("w tol", {"e": SUM, "Rv": SUM, "rho": SUM, "definition1_sq": SUM},
                          "u lam J"),
-    M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt",
-                           dict(_EVALUATION, **KKT_SHARE, multiplier_step_sq=SUM), "mu nu"),
-    M.NEWTON_HVP: _fields("w v violation", {"hv": SUM}),
+    M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt subproblem next_beta",
+                           dict(_EVALUATION, **KKT_SHARE, multiplier_step_sq=SUM,
+                                **NEXT_START),
+                           "mu nu pending_mu pending_nu pending_beta pending_wk"),
+    M.NEWTON_HVP: _fields("w v violation subproblem", {"hv": SUM}),
     M.NEWTON_BASIS: _fields("start count", {"basis": DISCLOSED, "pattern": DISCLOSED}),
     M.FEAS_EVAL: _fields(_EVAL_PAYLOAD + " report",
                          dict(_EVALUATION, violation_max=SUM, nonconvex=SUM, rows=SUM)),

@@ -101,9 +101,12 @@ def test_the_solve_ends_on_the_kkt_ride_a_round_early(case, monkeypatch):
     (``proxal.KKT_RIDE_RATIO``): the solve ends at an evaluated point whose residuals,
     recomputed from the raw problem at the multipliers it reports, meet tol (and cvxpy on
     the pooled problem certifies it), with fewer rounds than the same solve that waits for
-    the multiplier round; in the user's units when the solve scales rows or columns."""
+    the multiplier round; in the user's units when the solve scales rows or columns.
+    (Both without the next start ahead, whose last trial would bring the same shares.)"""
     import constrfl as cf
-    from constrfl.solvers import proxal
+    from constrfl.solvers import newton, proxal
+    monkeypatch.setattr(newton, "AHEAD_RESIDUAL", 0.0)
+    monkeypatch.setattr(newton, "AHEAD_REDUCTION", 0.0)
     problem, opts = {
         "np-rows": (builders.np_problem(3), {}),
         "np-global-columns": (builders.np_problem(3, server_separation=1.0),

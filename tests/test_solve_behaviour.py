@@ -61,13 +61,13 @@ def test_message_accounting(monkeypatch):
     iteration (the multiplier/KKT round, which also starts the next subproblem).
     Entries per client (ρ="auto": each block chooses its first ρᵢ), 8 bytes each down
     and 32 each up (every upload is a sum field in the exact sum's ring):
-    start-up    down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian,
+    start-up    down w, β, k, γ, cold, metric, adaptive, local_max_iter, local_hessian,
                 and the row-scaling range (``scaling="rows"``)
                 up ρᵢ, Rᵢvᵢ (no metric: cold), and the KKT share at w⁰ (∇ℓᵢ, ∇fᵢ, fᵢ
                 and 5 sketches of a largest value, ``maxima.SIZE`` each: feasibility,
                 complementarity, Definition 1, the scale S₂'s two terms)
     ADMM round  down w, τ                                   up eᵢ, Rᵢvᵢ, ρᵢ, κᵢ²
-    outer       down w, β, γ, cold, metric, adaptive, local_max_iter, local_hessian
+    outer       down w, β, k, γ, cold, metric, adaptive, local_max_iter, local_hessian
                 up the KKT share with the multiplier step, and the ADMM block's ρᵢ,
                 Rᵢvᵢ and JᵢᵀJᵢ's d(d+1)/2 entries (zeros for a block without rows:
                 the constraints it expects active)"""
@@ -77,7 +77,7 @@ def test_message_accounting(monkeypatch):
     n, d, K, T = 5, p.dim, res.outer_iterations, res.inner_iterations
     assert res.rounds == 1 + T + K
     assert len(rows) == n * K and sum(rows) > 0
-    assert res.bytes_down == 8 * n * ((d + 8) + T * (d + 1) + K * (d + 7))
+    assert res.bytes_down == 8 * n * ((d + 9) + T * (d + 1) + K * (d + 8))
     tri = d * (d + 1) // 2
     share = 2 * d + 1 + 5 * SIZE
     assert res.bytes_up == RING_BYTES * (n * ((1 + d) + share + T * (2 * d + 2)
@@ -93,8 +93,10 @@ def test_message_accounting_federated_newton(monkeypatch):
     its value at 7 shorter steps.  Rounds: the start-up, the evaluation rounds and one
     per outer iteration, which carries the next subproblem's first evaluation (but after
     the last when the solve ended on the KKT ride).  The evaluations and KKT shares are
-    counted by spying on one client's AL term and share.  Floats per client: down w,
-    order (+ β on the start-up and outer rounds, + the row-scaling range on the start-up;
+    counted by spying on one client's AL term and share.  (Without the next start
+    ahead, whose rounds evaluate twice: :func:`test_the_next_start_ahead_saves_rounds`.)
+    Floats per client: down w, order, the subproblem's number (+ β on the start-up and
+    outer rounds, + the row-scaling range on the start-up;
     + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up (32
     bytes an entry: sums) the values (1, or 8 on a line-search round), the gradient,
     the Hessian triangle and whether the client has none, and on the outer rounds and
@@ -102,6 +104,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     and 5 sketches (``maxima.SIZE`` entries each), and but on the first the multiplier
     step."""
     from constrfl.parties import al, newton
+    from constrfl.solvers import newton as solvers_newton
     from constrfl import augmented
     calls = {0: 0, 1: 0, 2: 0}
     shares = {"al": 0, "ride": 0}
@@ -129,6 +132,8 @@ def test_message_accounting_federated_newton(monkeypatch):
     monkeypatch.setattr(augmented.AugmentedTerm, "values", spy_values)
     monkeypatch.setattr(al, "kkt_share", spy_share("al", al.kkt_share))
     monkeypatch.setattr(newton, "kkt_share", spy_share("ride", newton.kkt_share))
+    monkeypatch.setattr(solvers_newton, "AHEAD_RESIDUAL", 0.0)
+    monkeypatch.setattr(solvers_newton, "AHEAD_REDUCTION", 0.0)
     p = np_problem(5, 0.4)
     res = cf.solve(p, inner="newton")
     n, d = 5, p.dim
@@ -141,7 +146,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     plain = res.rounds - searches - outer               # evaluations after a short step
     tri = d * (d + 1) // 2
     assert res.bytes_down == 8 * n * (1 + outer * (d + 2) + plain * (d + 1)
-                                      + searches * (2 * d + 8) + rides)
+                                      + searches * (2 * d + 8) + rides + res.rounds)
     share = 2 * d + 1 + 5 * SIZE
     assert res.bytes_up == RING_BYTES * n * (res.rounds * (2 + d + tri) + searches * 7
                                              + (outer + rides) * (share + 1) - 1)

@@ -123,9 +123,10 @@ def test_time_limit_inside_a_round(monkeypatch):
     monkeypatch.undo()
     assert res.status == "time_limit"
     # a client's gradients: 2 in the first round (its KKT share at w⁰ and its Newton
-    # evaluation), then one a round; the first client's fifth, in the fourth round,
-    # outlasted max_time: no one else got that round
-    assert [s.calls for s in spies] == [5, 4, 4, 4]
+    # evaluation), then one a round, 3 in a round that takes the next start ahead (+ the
+    # KKT share at μ⁺ and the next subproblem's evaluation); the first client's fifth, in
+    # the third round (ahead), outlasted max_time: no one else got that round
+    assert [s.calls for s in spies] == [6, 3, 3, 3]
     again = cf.solve(p, resume=res)
     same(again, full)
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import status as st
 from ..errors import PartyError
-from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hook
-                       reported_multipliers, restore_state)
+from ..parties import (HANDLERS, init_state, keep_records,   # the party side's hooks
+                       reported_multipliers, restore_state, settle)
 from ..exactsum import encode
 from ..messages import LAYOUT, SUM, SUMS, MessageType as M, check_reply, fields_of
 from .secure import SecureClient
@@ -104,8 +104,9 @@ class PartyRuntime:
             masked = "masked" in payload       # (the handlers read only their fields)
             if masked:
                 self.secure.announce(payload)
+            before = settle(payload, self.state)   # a step taken ahead: taken or undone
             with np.errstate(all="ignore"):      # non-finite values are reported, not warned
-                reply, state = dispatch(message_type, payload, self.state, self.ctx)
+                reply, state = dispatch(message_type, payload, before, self.ctx)
             check_reply(message_type, reply, self.disclose)
             reply = encode_reply(message_type, reply)
             if masked and SUMS in reply:
@@ -117,7 +118,7 @@ class PartyRuntime:
                              f"{type(exc).__name__}: {exc}")
             err.__cause__ = exc
             return err.named(self.ctx.party.name)
-        self.state, self.seq, self.reply = keep_records(self.state, state, seq), seq, reply
+        self.state, self.seq, self.reply = keep_records(before, state, seq), seq, reply
         return reply
 
     def multipliers(self, record="kkt", seq=None):

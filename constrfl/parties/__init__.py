@@ -72,8 +72,8 @@ parties reaches the server, :data:`constrfl.messages.FIELDS`):
 """
 from . import admm, al, baselines, newton, scaling    # noqa: F401  (they register)
 from .registry import HANDLERS
-from .al import keep_records, reported_multipliers
+from .al import keep_records, reported_multipliers, settle
 from .context import PartyContext, init_state, restore_state
 
 __all__ = ["HANDLERS", "PartyContext", "init_state", "restore_state", "reported_multipliers",
-           "keep_records"]
+           "keep_records", "settle"]

@@ -12,7 +12,7 @@ from ..augmented import AugmentedTerm
 from .registry import handles
 
 __all__ = ["term", "kkt_share", "reported_multipliers", "RECORDS", "al_begin", "al_update",
-           "kkt_report"]
+           "kkt_report", "take_ahead", "settle", "PENDING"]
 
 
 def term(state, party):
@@ -70,6 +70,46 @@ def keep_records(old, new, seq):
     return out
 
 
+#: a multiplier step taken ahead (:func:`take_ahead`): μ⁺, ν⁺ at the point, the next
+#: penalty β, the point (the next centre) and the subproblem it would start
+PENDING = ("pending_mu", "pending_nu", "pending_beta", "pending_wk", "pending_subproblem")
+
+
+def take_ahead(state, w, mu, nu, beta, subproblem):
+    """The state with the multiplier step of ``al.update`` at w (μ⁺, ν⁺; the next
+    penalty β) recorded for subproblem ``subproblem`` + 1, not taken, and the KKT record
+    ``kkt`` of its multipliers written as ``al.update`` would write it (the ``ride``
+    record of the same share): ``newton.eval`` with ``next_beta`` evaluates the next
+    subproblem ahead; :func:`settle` then takes the step or undoes it."""
+    return dict(state, pending_mu=mu, pending_nu=nu, pending_beta=beta, pending_wk=w,
+                pending_subproblem=subproblem + 1, kkt_mu=state["ride_mu"],
+                kkt_nu=state["ride_nu"])
+
+
+def settle(msg, state):
+    """Before the handlers of a message of subproblem j (its ``subproblem``; ``al.update``
+    ends j, ``al.begin`` starts it): a step taken ahead for j, by a party still in
+    j − 1, becomes the party's (μ, ν, β and the centre as ``al.update`` there would have
+    left them: the server ended j − 1 on that trial, and the message is j's); any other
+    is undone, with the KKT record it wrote (the record before it is the party's again:
+    the subproblem went on, or the server ended it with ``al.update``).  Without
+    ``subproblem`` or a step taken ahead: the state as it is."""
+    j = msg.get("subproblem")
+    if j is None or "pending_subproblem" not in state:
+        return state
+    out = {k: v for k, v in state.items() if k not in PENDING}
+    if state["pending_subproblem"] == j and state.get("subproblem") == j - 1:
+        out.update(mu=state["pending_mu"], nu=state["pending_nu"],
+                   beta=state["pending_beta"], wk=state["pending_wk"], subproblem=j)
+    elif "kkt_before_mu" in state:
+        out.update(kkt_mu=state["kkt_before_mu"], kkt_nu=state["kkt_before_nu"],
+                   kkt_seq=state["kkt_before_seq"])
+    else:
+        for k in ("kkt_mu", "kkt_nu", "kkt_seq"):
+            out.pop(k, None)
+    return out
+
+
 @handles(M.AL_BEGIN)
 def al_begin(msg, state, ctx):
     """Subproblem (9) at centre w; the first one may bring the scaling (D, c), or ask
@@ -77,6 +117,8 @@ def al_begin(msg, state, ctx):
     reply is the party's KKT share at (w, μ, ν) (what the solve reports when it stops
     before its first outer iteration ends)."""
     state = dict(state, beta=msg["beta"], wk=msg["w"])
+    if "subproblem" in msg:
+        state["subproblem"] = msg["subproblem"]
     if "scale_columns" in msg:
         state.update(scale_columns=msg["scale_columns"],
                      scale_objective=msg["scale_objective"])
@@ -95,7 +137,10 @@ def al_update(msg, state, ctx):
     w = msg["w"]
     mu, nu = term(state, ctx.party).new_multipliers(w)
     reply, reported = kkt_share(ctx.party, state, w, mu, nu)
-    return reply, dict(state, mu=mu, nu=nu, beta=msg["beta"], wk=w, **reported)
+    state = dict(state, mu=mu, nu=nu, beta=msg["beta"], wk=w, **reported)
+    if "subproblem" in msg:
+        state["subproblem"] = msg["subproblem"] + 1
+    return reply, state
 
 
 @handles(M.KKT_REPORT)

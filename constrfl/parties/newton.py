@@ -11,7 +11,7 @@ from ..maxima import sketch
 from ..messages import MessageType as M, pack_upper, trial_steps
 from ..rowspace import SparseGram, basis_core, constraint_models, gram_values, hessian_form
 from ..augmented import AugmentedTerm
-from .al import kkt_share, term as al_term
+from .al import kkt_share, take_ahead, term as al_term
 from .registry import handles
 
 __all__ = ["newton_eval", "newton_hvp", "newton_basis", "feas_eval"]
@@ -66,14 +66,29 @@ def newton_eval(msg, state, ctx):
     (w, μ⁺, ν⁺), the multipliers step 3 would give at the first point w (what an
     ``al.update`` there would report, :func:`~.al.kkt_share`), so that the server can
     end the solve at a KKT point without that round; the party records those as its
-    reported multipliers, its multipliers of the subproblem unchanged."""
+    reported multipliers, its multipliers of the subproblem unchanged.  With
+    ``next_beta`` (and ``kkt``) also the next subproblem's first evaluation at w, of the
+    term with (μ⁺, ν⁺) and penalty ``next_beta``, as ``al.update`` and the start there
+    would give it (``next_*``: :func:`_evaluate` at w alone, to the message's
+    ``order``); the step is recorded, not taken, until the server adopts it
+    (:func:`~.al.take_ahead`, :func:`~.al.adopt`)."""
     term = al_term(state, ctx.party)
     reply = _evaluate(term, msg, ctx)
+    if "next_beta" in msg and not msg.get("kkt"):
+        raise ValueError("newton.eval: next_beta needs kkt")
     if msg.get("kkt"):
-        share, reported = kkt_share(ctx.party, state, msg["w"],
-                                    *term.new_multipliers(msg["w"]), "ride")
+        w = msg["w"]
+        # ahead, step 3 as al.update takes it (a term of its own: cᵢ(w) evaluated anew,
+        # not taken from the pass above), so that what follows is its bits
+        mu, nu = (al_term(state, ctx.party) if "next_beta" in msg else term).new_multipliers(w)
+        share, reported = kkt_share(ctx.party, state, w, mu, nu, "ride")
         reply.update(share)
         state = dict(state, **reported)
+        if "next_beta" in msg:
+            first = _evaluate(AugmentedTerm(ctx.party, msg["next_beta"], mu, nu),
+                              {"w": w, "order": msg["order"]}, ctx)
+            reply.update({f"next_{k}": v for k, v in first.items()})
+            state = take_ahead(state, w, mu, nu, msg["next_beta"], msg["subproblem"])
     return reply, state
 
 

@@ -236,10 +236,11 @@ class ADMM:
         keep = lam > np.finfo(float).eps * lam.size * max(float(lam[-1]), 0.0)
         return Q[:, keep], lam[keep]
 
-    def run(self, fed, s, beta, kkt_met=None):
+    def run(self, fed, s, beta, kkt_met=None, ahead=None):
         """Rounds until ‖Σᵢ eᵢ‖∞ ≤ τ, the early stop, or ``max_iter``; ``s`` is updated
         after each completed round.  Returns ``(w, converged)``.  (The blocks' rounds
-        carry no KKT shares at the server's w: ``kkt_met`` is not used.)"""
+        carry no KKT shares at the server's w, nor the next start: ``kkt_met`` and
+        ``ahead`` are not used.)"""
         gamma = self.gamma(beta)
         eps1, eps2 = self.eps
         while not s.done and s.iterations < self.max_iter:

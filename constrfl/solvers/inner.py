@@ -4,11 +4,45 @@ contract in optax's style, (init, update) over an explicit state.  Its implement
 Algorithm 2 (:class:`.admm.ADMM`) and the proximal Newton method (:class:`.newton.Newton`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["InnerSolver", "InnerState"]
+from ..federation.base import Sums
+
+__all__ = ["InnerSolver", "InnerState", "NextStart"]
+
+_NEXT = "next_"
+
+
+@dataclass
+class NextStart:
+    """The next subproblem's first evaluation, taken ahead on the current one's last
+    trial (docs/algorithms.md §3, "The next start ahead"): the running subproblem's
+    number k and the next one's penalty β (what the trials ask for), and, once
+    subproblem k ended on such a trial, that round's sums (the parties' KKT shares at
+    μ⁺, ν⁺ and the ``next_*`` evaluation) and message."""
+
+    k: int                  # the subproblem running (its messages say so)
+    beta: float             # the next one's penalty
+    sums: Sums = None
+    seq: int = 0
+
+    def keep(self, sums, seq):
+        self.sums, self.seq = sums, seq
+
+    def drop(self):
+        self.sums = None
+
+    def start(self):
+        """The kept round's ``next_*`` fields as the start round's would be named
+        (``values``, ``grad``, ...): what the next subproblem's ``begin`` takes."""
+        sums = self.sums
+        return Sums({k[len(_NEXT):]: v for k, v in sums.items() if k.startswith(_NEXT)},
+                    sums.parties,
+                    {k[len(_NEXT):]: n for k, n in sums.counts.items() if k.startswith(_NEXT)},
+                    {})
 
 
 @runtime_checkable
@@ -39,9 +73,12 @@ class InnerSolver(Protocol):
         """Subproblem k's first state, centred at wᵏ, from the first message's sums:
         Ψ_k with penalty β and proximal term ‖· − wᵏ‖²/(2η) (None: η = β)."""
 
-    def run(self, fed, s: InnerState, beta: float, kkt_met=None) -> tuple[np.ndarray, bool]:
+    def run(self, fed, s: InnerState, beta: float, kkt_met=None, ahead: NextStart = None
+            ) -> tuple[np.ndarray, bool]:
         """Rounds until (10) holds (``converged``) or the solver's own limit; ``s`` is
         updated after every completed round (so a solve stopped anywhere resumes).
         Returns ``(w, converged)``.  A solver whose rounds can carry the parties' KKT
         shares at a point x (those of ``al.update`` at x) asks for them and stops early
-        at the first x where ``kkt_met(x, sums)`` is True (the solve ends there)."""
+        at the first x where ``kkt_met(x, sums)`` is True (the solve ends there).  One
+        that can take the next subproblem's first evaluation ahead (``ahead``) leaves in
+        it the sums of the round the subproblem ended on, if it did on such a round."""

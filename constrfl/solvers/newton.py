@@ -92,6 +92,13 @@ EXACT_STEP_MAX_DIM = 1000
 #: two (right after one, CG took one product; a step later 8–26), so it is taken anew
 #: whenever CG takes long again (after 6 products instead of 4: d = 2,000 318 rounds)
 SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_000_000
+#: a trial likely ends its subproblem, and takes the next one's first evaluation ahead
+#: (docs/algorithms.md §3, "The next start ahead"), when the residual at x is within
+#: AHEAD_RESIDUAL·τ_k or the last step cut it by AHEAD_REDUCTION or more (the model is
+#: exact: a QP's step); measured on the rows of validation/bench.py and 39
+#: Maros–Meszaros QPs (K = 5): 111 of 277 and 294 of 850 rounds ahead, 32 and 205 of them
+#: a subproblem's last (every trial: 178 / 38 and 480 / 272)
+AHEAD_RESIDUAL, AHEAD_REDUCTION = 100.0, 1e-2
 
 
 def nystrom_solve(sketch, r, shift):
@@ -134,6 +141,10 @@ class NewtonState:
     sketch: dict | None = None        # its preconditioner: U, λ (:func:`.sketch.nystrom`)
     mark: tuple = (np.inf, np.inf)    # (Ψ, residual) at the last clear progress,
     since: int = 0                    # and the Newton steps taken since
+    subproblem: int = -1              # k of the outer loop (-1: none, e.g. cProx-AL's or
+    #                                   the infeasibility check's), sent with each message
+    reduction: float = 1.0            # r after / r before of the last step (of the last
+    #                                   subproblem's last step, before this one's first)
 
     @property
     def certificate(self):
@@ -168,7 +179,8 @@ class Newton:
         return {"order": self.order, **self.flags}, None
 
     def begin(self, sums, wk, tau, beta, previous=None, eta=None):
-        s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta)
+        s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta,
+                        reduction=1.0 if previous is None else previous.reduction)
         if self.model is not None:
             s.bases = {} if previous is None else previous.bases
         if self.cg and previous is not None:        # the curvature changes little
@@ -214,9 +226,12 @@ class Newton:
             H = self._bfgs(s, x, g)
         else:                                   # not asked for: fetched when needed
             H = None
+        r_before = s.r if s.g is not None else None
         s.x, s.g, s.H, s.cores, s.models = x, g, H, cores, models
         s.f = self._psi_values(sums, [x], s)[0] if f is None else f
         s.r = self.P.dist(x, g)
+        if r_before:
+            s.reduction = s.r / r_before
         F = s.f + self.P.value(x)
         if s.r <= 0.5 * s.mark[1] or F < s.mark[0] - 1e-10 * (1.0 + abs(s.mark[0])):
             s.mark, s.since = (F, s.r), 0
@@ -238,7 +253,24 @@ class Newton:
         return B - np.outer(Bs, Bs) / float(step @ Bs) + np.outer(y, y) / sy
 
     # -- the rounds -----------------------------------------------------------------
-    def run(self, fed, s, beta, kkt_met=None):
+    def _send(self, fed, s, message_type, payload):
+        """One round to every party (the server's own included), with the subproblem's
+        number k where the outer loop set one (the parties take the step taken ahead
+        with the first message of k + 1: :func:`constrfl.parties.settle`)."""
+        if s.subproblem >= 0:
+            payload = dict(payload, subproblem=s.subproblem)
+        return fed.broadcast(message_type, payload, include_server=True)
+
+    def _ahead(self, fed, s, msg, ahead):
+        """Whether this trial takes the next subproblem's first evaluation ahead (it
+        likely ends the subproblem: ``AHEAD_RESIDUAL``, ``AHEAD_REDUCTION``): only
+        where that evaluation is the start round's, bit for bit (the AL term's own
+        Hessians or gradients, no compact forms, a counted federation)."""
+        return (ahead is not None and fed.counted
+                and self.model is None and not s.quasi and msg["order"] == self.order
+                and (s.r <= AHEAD_RESIDUAL * s.tau or s.reduction <= AHEAD_REDUCTION))
+
+    def run(self, fed, s, beta, kkt_met=None, ahead=None):
         """Newton steps until the stop test or ``max_iter``; ``s`` is updated after
         each completed round (the step being tried and a running CG solve included).
         Returns ``(x, converged)``.  The stop test is (10) with τ_k raised to
@@ -246,10 +278,15 @@ class Newton:
         records the τ_k it met.  ``beta`` is η for a state saved without one (then
         η = β, the paper's Ψ_k).  With ``kkt_met(x, sums)``, the evaluations also
         ask for the parties' KKT shares at (x, μ⁺(x), ν⁺(x)) (``kkt``), and the
-        subproblem ends at the first evaluated x where it returns True."""
+        subproblem ends at the first evaluated x where it returns True.  With
+        ``ahead`` (a :class:`~.inner.NextStart`), a trial that likely ends the
+        subproblem also asks for the next one's first evaluation (``next_beta``, with
+        ``kkt``); when the subproblem ends on it, ``ahead`` holds that round's sums."""
         P = self.P
         if s.eta is None:
             s.eta = beta
+        if ahead is not None:
+            s.subproblem = ahead.k
         ask = {"kkt": True} if kkt_met is not None else {}
         while True:
             if s.g is not None and s.r > s.tau:
@@ -257,10 +294,11 @@ class Newton:
             if s.g is not None and (s.r <= s.tau or s.stuck or s.iterations >= self.max_iter
                                     or s.since >= STALL_STEPS):
                 return s.x, s.r <= s.tau
+            if ahead is not None:               # a round follows: what it kept is stale
+                ahead.drop()
             if s.g is None or (s.H is None and s.cores is None and not self.cg):
-                sums = fed.broadcast(self.start_type,                # evaluate at x
-                                     {"w": s.x, "order": self.order, **self.flags, **ask},
-                                     include_server=True)
+                sums = self._send(fed, s, self.start_type,           # evaluate at x
+                                  {"w": s.x, "order": self.order, **self.flags, **ask})
                 self._take(s, sums, s.x, hessian=self.order == 2)
                 if ask and kkt_met(s.x, sums):
                     return s.x, s.r <= s.tau
@@ -277,7 +315,10 @@ class Newton:
                    **ask}
             if batch > 1:
                 msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
-            sums = fed.broadcast(self.start_type, msg, include_server=True)
+            taken = self._ahead(fed, s, msg, ahead)
+            if taken:
+                msg.update(kkt=True, next_beta=ahead.beta)
+            sums = self._send(fed, s, self.start_type, msg)
             points = trial_points(msg)
             values = self._psi_values(sums, points, s)
             j = self._first_accepted(sums, points, values, s.f + P.value(x), s.slope,
@@ -293,6 +334,8 @@ class Newton:
                 self._take(s, sums, w, values[0], hessian=msg["order"] == 2)
                 if ask and kkt_met(w, sums):
                     return w, s.r <= s.tau
+                if taken:                       # valid while no other round follows
+                    ahead.keep(sums, fed.seq)
             else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H, s.cores, s.models = (points[j], values[j], None, None,
                                                          None, None)
@@ -349,8 +392,7 @@ class Newton:
         gnorm = float(np.sqrt(g @ g))
         tol = min(0.5, np.sqrt(gnorm)) * gnorm
         while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
-            sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags},
-                                 include_server=True)
+            sums = self._send(fed, s, M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags})
             Ap = sums["hv"] + shift * c["p"]
             pAp = float(c["p"] @ Ap)
             if not pAp > 0:                  # no curvature along p: stop with what we have
@@ -376,8 +418,8 @@ class Newton:
         if m < SKETCH_MIN_SIZE:
             return None
         Omega = random_sketch(d, m, seed=s.iterations)
-        sums = fed.broadcast(M.NEWTON_HVP, {"w": s.x, "v": Omega.T.ravel(), **self.hvp_flags},
-                             include_server=True)
+        sums = self._send(fed, s, M.NEWTON_HVP, {"w": s.x, "v": Omega.T.ravel(),
+                                                 **self.hvp_flags})
         try:
             U, lam = nystrom(sums["hv"].reshape(m, d).T, Omega)
         except np.linalg.LinAlgError:                 # not PSD (a nonconvex term)

@@ -28,7 +28,7 @@ from ..messages import MessageType as M
 from ..progress import log
 from ..residuals import measured_at
 from ..records import KKT, Multipliers, saved_as
-from .inner import InnerSolver
+from .inner import InnerSolver, NextStart
 from .diagnostics import ray_probe, running_off, stalled, unbounded, violation_check
 
 __all__ = ["OuterState", "proximal_al", "tau_schedule", "outer_stall", "next_penalties",
@@ -86,13 +86,14 @@ def tau_schedule(k, s_bar, tau_decay, eps1, tau_rel=None, history=()):
 
 
 def _start(fed, inner, k, w, beta, eta, tau, update, previous=None, extra=None):
-    """One round: ``al.update`` (with ``update``) or ``al.begin`` (with ``extra``: the
-    scaling), plus the inner solver's first message for subproblem k (penalty β,
-    proximal term ‖· − w‖²/(2η)), centred at ``w`` (``previous``: the finished
-    subproblem's state)."""
+    """One round: ``al.update`` (with ``update``: it ends subproblem k − 1) or
+    ``al.begin`` (with ``extra``: the scaling), plus the inner solver's first message
+    for subproblem k (penalty β, proximal term ‖· − w‖²/(2η)), centred at ``w``
+    (``previous``: the finished subproblem's state)."""
     payload, per_client = inner.start_message(k, beta, previous)
     kind = M.compound(M.AL_UPDATE if update else M.AL_BEGIN, inner.start_type)
-    sums = fed.broadcast(kind, {"w": w, "beta": beta, **(extra or {}), **payload},
+    sums = fed.broadcast(kind, {"w": w, "beta": beta, "subproblem": k - 1 if update else k,
+                                **(extra or {}), **payload},
                          per_client=per_client, include_server=True)
     return sums, inner.begin(sums, w, tau, beta, previous, eta=eta)
 
@@ -146,23 +147,30 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
                 s.reported_seq = fed.seq
                 kkt, objective = measured_at(problem, w_prev, sums)
                 s.start = dict(_recorded(kkt), objective=objective)
+        beta, eta = s.beta, s.eta
+        following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
+                                                       settings.eta_max, eps)
         near = bool(s.history) and _residual_ratio(s.history[-1], eps) <= KKT_RIDE_RATIO
-        w_new, converged = inner.run(fed, s.inner, s.beta, kkt_met if near else None)
+        ahead = NextStart(k, following_beta) if fed.counted else None
+        w_new, converged = inner.run(fed, s.inner, s.beta, kkt_met if near else None, ahead)
         if not np.all(np.isfinite(w_new)):
             raise NonFiniteIterate(f"non-finite iterate in outer iteration {k}")
         tau, iterations = s.inner.tau, s.inner.iterations
-        beta, eta = s.beta, s.eta
         certificate = s.inner.certificate
-        following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
-                                                       settings.eta_max, eps)
         # τ_{k+1} depends on this round's KKT residuals (tau_rel): set once they are in
         mults_prev = callback and fed.multipliers("kkt", s.reported_seq)
-        sums, following = (met[0], None) if met else _start(
-            fed, inner, k + 1, w_new, following_beta, following_eta, np.nan, update=True,
-            previous=s.inner)
+        if met:                           # the solve ends here (the KKT shares rode)
+            sums, following = met[0], None
+        elif ahead is not None and ahead.sums is not None:     # the next start, ahead
+            sums, following = ahead.sums, inner.begin(
+                ahead.start(), w_new, np.nan, following_beta, s.inner, eta=following_eta)
+        else:
+            sums, following = _start(fed, inner, k + 1, w_new, following_beta,
+                                     following_eta, np.nan, update=True, previous=s.inner)
         kkt, mstep, objective = _kkt_round(problem, w_new, sums)
         s.w, s.k, s.inner = w_new, k + 1, following
-        s.reported, s.reported_seq = ("ride", met_seq[0]) if met else ("kkt", fed.seq)
+        s.reported, s.reported_seq = (("ride", met_seq[0]) if met else
+                                      ("kkt", ahead.seq if ahead and ahead.sums else fed.seq))
         s.beta, s.eta = following_beta, following_eta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
