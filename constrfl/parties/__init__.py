@@ -28,9 +28,9 @@ Handlers (message types of :class:`~constrfl.messages.MessageType`, equation
 numbers of docs/algorithms.md; every reply field is a *sum*: only its sum over the
 parties reaches the server, :data:`constrfl.messages.FIELDS`):
 
-* ``al.begin`` {w, beta}: start the subproblem (9) centred at w; reply the KKT share
-  at (w, μ, ν).
-* ``al.update`` {w, beta}: the multiplier step 3 of Algorithm 1 at w with the finished
+* ``al.begin`` {w, beta, subproblem}: start the subproblem (9) centred at w; reply the
+  KKT share at (w, μ, ν).
+* ``al.update`` {w, beta, subproblem}: the multiplier step 3 of Algorithm 1 at w with the finished
   subproblem's β, then the party's KKT share at (w, μ⁺, ν⁺) — its Lagrangian and
   objective gradients, fᵢ(w), the sketches of its largest feasibility, complementarity
   and Definition-1 residuals and of the scale S₂'s terms (:mod:`constrfl.maxima`) —
@@ -50,16 +50,20 @@ parties reaches the server, :data:`constrfl.messages.FIELDS`):
   block's next ρᵢ (spectral rule), (19) and (20) at the over-relaxed point
   ŵ = α·w + (1 − α)·uᵢ, (19) to a tolerance relative to the server's motion.  Reply:
   eᵢ, Rᵢvᵢ, ρᵢ, κᵢ² (Definition 1 at (w, μ⁺), squared).
-* ``newton.eval`` {w, order, [x, t], [kkt]}: ALᵢ at w and at x + tⱼ(w − x); with
-  ``order`` ≥ 1 the gradient at w, with 2 also the upper triangle of its Hessian; with
-  ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)), the party's
-  multipliers unchanged.
+* ``newton.eval`` {w, order, [x, t], [kkt], [subproblem], [next_beta]}: ALᵢ at w and at
+  x + tⱼ(w − x); with ``order`` ≥ 1 the gradient at w, with 2 also the upper triangle of
+  its Hessian; with ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)),
+  the party's multipliers unchanged; with ``next_beta`` also the next subproblem's
+  first evaluation at w (``next_*``), its multiplier step recorded, not taken.
+* every message of the outer loop says its subproblem k (``subproblem``): before its
+  handlers run, a step taken ahead for k by a party still in k − 1 becomes the party's,
+  any other is undone (:func:`settle`).
 * ``newton.eval`` with ``basis`` (``private=False``): the Hessian as the core Cᵢ of its
   row basis (B1), r(r+1)/2 floats, where the party has one (:mod:`constrfl.rowspace`),
   disclosed.
 * ``newton.basis`` {start, count} (``private=False``): those columns of the party's row
   basis B, disclosed.
-* ``newton.hvp`` {w, v, [violation]}: the AL term's (or the violation term's)
+* ``newton.hvp`` {w, v, [violation], [subproblem]}: the AL term's (or the violation term's)
   generalized Hessian at w times v (the Hessian-free Newton-CG; d entries up).
 * ``feas.eval`` {w, order, [x, t], [report]}: the same for the party's violation
   ‖[cᵢ]₊‖² + ‖hᵢ‖² (the infeasibility check); with ``report`` the sketch of its largest

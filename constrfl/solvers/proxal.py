@@ -8,7 +8,10 @@ message rides on it).  Stop when the residuals meet (ε₁, ε₂) — by Theore
 rule (11) implies that, so this stops no later than (11); both are recorded.  Near the
 end (``KKT_RIDE_RATIO``) the same shares, at the multipliers step 3 would give, ride on
 the Newton evaluations, and the solve ends at the first evaluated point that meets them,
-without that round.
+without that round.  A Newton trial that likely ends its subproblem brings that round's
+shares and the next subproblem's first evaluation ahead (:class:`.inner.NextStart`):
+an outer iteration that ends on it has no multiplier round at all (docs/algorithms.md
+§3, "The next start ahead").
 
 The methods differ only in the inner solver: Algorithm 2 (:class:`.admm.ADMM`) or the
 proximal Newton method (:class:`.newton.Newton`, over the federation for
