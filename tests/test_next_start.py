@@ -200,3 +200,20 @@ def test_a_party_without_the_step_refuses_nothing_and_takes_nothing():
     mu = rt.state["mu"]
     rt.call(2, M.NEWTON_EVAL, {"w": np.zeros(problem.dim), "order": 2, "subproblem": 0})
     assert rt.state["mu"] is mu and "pending_mu" not in rt.state
+
+
+def test_a_state_saved_before_the_subproblems_were_counted_takes_the_step():
+    """A party resumed from a state without its subproblem's number (saved before the
+    parties counted them) takes a step it took ahead with the next subproblem's message,
+    as one that counts does."""
+    problem = np_problem(3, 0.4, rows=300)
+    x = np.linspace(-0.3, 0.4, problem.dim)
+    ask = {"w": x, "order": 2, "kkt": True, "subproblem": 0, "next_beta": 1000.0}
+    runtimes = [_begun(problem, np.zeros(problem.dim)) for _ in range(2)]
+    runtimes[0].state = {k: v for k, v in runtimes[0].state.items() if k != "subproblem"}
+    for rt in runtimes:
+        rt.call(2, M.NEWTON_EVAL, ask)
+        rt.call(3, M.NEWTON_EVAL, {"w": x, "order": 2, "subproblem": 1})
+    old, new = (rt.state for rt in runtimes)
+    assert old["mu"].tobytes() == new["mu"].tobytes() and old["beta"] == new["beta"] == 1000.0
+    assert old["subproblem"] == new["subproblem"] == 1

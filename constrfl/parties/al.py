@@ -93,12 +93,13 @@ def settle(msg, state):
     left them: the server ended j − 1 on that trial, and the message is j's); any other
     is undone, with the KKT record it wrote (the record before it is the party's again:
     the subproblem went on, or the server ended it with ``al.update``).  Without
-    ``subproblem`` or a step taken ahead: the state as it is."""
+    ``subproblem`` or a step taken ahead: the state as it is.  (A state saved before
+    the parties counted their subproblems counts as in j − 1.)"""
     j = msg.get("subproblem")
     if j is None or "pending_subproblem" not in state:
         return state
     out = {k: v for k, v in state.items() if k not in PENDING}
-    if state["pending_subproblem"] == j and state.get("subproblem") == j - 1:
+    if state["pending_subproblem"] == j and state.get("subproblem", j - 1) == j - 1:
         out.update(mu=state["pending_mu"], nu=state["pending_nu"],
                    beta=state["pending_beta"], wk=state["pending_wk"], subproblem=j)
     elif "kkt_before_mu" in state:
