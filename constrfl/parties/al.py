@@ -1,5 +1,7 @@
 """The proximal augmented Lagrangian (Algorithm 1), a party's side: its subproblem's
-term, multiplier step and KKT share (``al.begin``, ``al.update``, ``kkt.report``)."""
+term, multiplier step and KKT share (``al.begin``, ``al.update``, ``kkt.report``), and a
+multiplier step taken ahead on a Newton trial, then taken or undone (:func:`take_ahead`,
+:func:`settle`; docs/algorithms.md §3)."""
 from __future__ import annotations
 
 import numpy as np
