@@ -44,7 +44,7 @@ from .kernels import pack_upper, unpack_upper   # the Hessians' wire format
 __all__ = ["MessageType", "FLOAT", "floats", "check_payload", "check_reply", "trial_points",
            "trial_steps", "pack_upper", "unpack_upper", "FIELDS", "Fields", "SUM", "PUBLIC",
            "PRIVATE", "DISCLOSED", "fields_of", "wire_bytes", "SUMS", "LAYOUT",
-           "TRANSPORT_FIELDS", "SECURE_MIN_CLIENTS", "SECURE_MIN_NEIGHBOURS"]
+           "TRANSPORT_FIELDS", "SECURE_MIN_CLIENTS", "SECURE_MIN_NEIGHBOURS", "NEXT"]
 
 FLOAT = 8  # bytes a float on the wire
 _FLOAT64 = np.dtype(np.float64)
@@ -75,9 +75,10 @@ _EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "no_hessian": SUM, "core
                "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
 _EVAL_PAYLOAD = "w order x t basis models"
 #: the next subproblem's first evaluation, taken ahead on a subproblem's last trial
-#: (``newton.eval`` with ``next_beta``: docs/algorithms.md §3, "The next start ahead")
-NEXT_START = {"next_values": SUM, "next_grad": SUM, "next_hess": SUM,
-              "next_no_hessian": SUM}
+#: (``newton.eval`` with ``next_beta``: docs/algorithms.md §3, "The next start ahead"):
+#: the start round's evaluation fields under this prefix
+NEXT = "next_"
+_NEXT_START = {NEXT + k: SUM for k in ("values", "grad", "hess", "no_hessian")}
 _TRAIN_PAYLOAD = "x n_clients penalty_weight batch_size seed steps lr round"
 
 
@@ -126,7 +127,7 @@ FIELDS = {
                          "u lam J"),
     M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt subproblem next_beta",
                            dict(_EVALUATION, **KKT_SHARE, multiplier_step_sq=SUM,
-                                **NEXT_START),
+                                **_NEXT_START),
                            "mu nu pending_mu pending_nu pending_beta pending_wk"),
     M.NEWTON_HVP: _fields("w v violation subproblem", {"hv": SUM}),
     M.NEWTON_BASIS: _fields("start count", {"basis": DISCLOSED, "pattern": DISCLOSED}),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..maxima import sketch
-from ..messages import MessageType as M, pack_upper, trial_steps
+from ..messages import NEXT, MessageType as M, pack_upper, trial_steps
 from ..rowspace import SparseGram, basis_core, constraint_models, gram_values, hessian_form
 from ..augmented import AugmentedTerm
 from .al import kkt_share, take_ahead, term as al_term
@@ -70,8 +70,9 @@ def newton_eval(msg, state, ctx):
     ``next_beta`` (and ``kkt``) also the next subproblem's first evaluation at w, of the
     term with (μ⁺, ν⁺) and penalty ``next_beta``, as ``al.update`` and the start there
     would give it (``next_*``: :func:`_evaluate` at w alone, to the message's
-    ``order``); the step is recorded, not taken, until the server adopts it
-    (:func:`~.al.take_ahead`, :func:`~.al.adopt`)."""
+    ``order``); the step is recorded, not taken, until the server's next message
+    says whether the subproblem ended there (:func:`~.al.take_ahead`,
+    :func:`~.al.settle`)."""
     term = al_term(state, ctx.party)
     reply = _evaluate(term, msg, ctx)
     if "next_beta" in msg and not msg.get("kkt"):
@@ -87,7 +88,7 @@ def newton_eval(msg, state, ctx):
         if "next_beta" in msg:
             first = _evaluate(AugmentedTerm(ctx.party, msg["next_beta"], mu, nu),
                               {"w": w, "order": msg["order"]}, ctx)
-            reply.update({f"next_{k}": v for k, v in first.items()})
+            reply.update({NEXT + k: v for k, v in first.items()})
             state = take_ahead(state, w, mu, nu, msg["next_beta"], msg["subproblem"])
     return reply, state
 

@@ -10,11 +10,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..federation.base import Sums
+from ..messages import NEXT
 
 __all__ = ["InnerSolver", "InnerState", "NextStart"]
-
-_NEXT = "next_"
-
 
 @dataclass
 class NextStart:
@@ -22,15 +20,15 @@ class NextStart:
     trial (docs/algorithms.md §3, "The next start ahead"): the running subproblem's
     number k and the next one's penalty β (what the trials ask for), and, once
     subproblem k ended on such a trial, that round's sums (the parties' KKT shares at
-    μ⁺, ν⁺ and the ``next_*`` evaluation) and message."""
+    μ⁺, ν⁺ and the ``next_*`` evaluation; the run returns right after it, so the
+    round is the federation's last)."""
 
     k: int                  # the subproblem running (its messages say so)
     beta: float             # the next one's penalty
     sums: Sums = None
-    seq: int = 0
 
-    def keep(self, sums, seq):
-        self.sums, self.seq = sums, seq
+    def keep(self, sums):
+        self.sums = sums
 
     def drop(self):
         self.sums = None
@@ -39,9 +37,9 @@ class NextStart:
         """The kept round's ``next_*`` fields as the start round's would be named
         (``values``, ``grad``, ...): what the next subproblem's ``begin`` takes."""
         sums = self.sums
-        return Sums({k[len(_NEXT):]: v for k, v in sums.items() if k.startswith(_NEXT)},
+        return Sums({k[len(NEXT):]: v for k, v in sums.items() if k.startswith(NEXT)},
                     sums.parties,
-                    {k[len(_NEXT):]: n for k, n in sums.counts.items() if k.startswith(_NEXT)},
+                    {k[len(NEXT):]: n for k, n in sums.counts.items() if k.startswith(NEXT)},
                     {})
 
 

@@ -335,7 +335,7 @@ class Newton:
                 if ask and kkt_met(w, sums):
                     return w, s.r <= s.tau
                 if taken:                       # valid while no other round follows
-                    ahead.keep(sums, fed.seq)
+                    ahead.keep(sums)
             else:                               # its gradient (and Hessian): next round
                 s.x, s.f, s.g, s.H, s.cores, s.models = (points[j], values[j], None, None,
                                                          None, None)

@@ -172,8 +172,7 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
                                      following_eta, np.nan, update=True, previous=s.inner)
         kkt, mstep, objective = _kkt_round(problem, w_new, sums)
         s.w, s.k, s.inner = w_new, k + 1, following
-        s.reported, s.reported_seq = (("ride", met_seq[0]) if met else
-                                      ("kkt", ahead.seq if ahead and ahead.sums else fed.seq))
+        s.reported, s.reported_seq = ("ride", met_seq[0]) if met else ("kkt", fed.seq)
         s.beta, s.eta = following_beta, following_eta
         s.inner_iterations += iterations
         dw = float(np.max(np.abs(w_new - w_prev)))
