@@ -94,23 +94,31 @@ def settle(msg, state):
     j − 1, becomes the party's (μ, ν, β and the centre as ``al.update`` there would have
     left them: the server ended j − 1 on that trial, and the message is j's); any other
     is undone, with the KKT record it wrote (the record before it is the party's again:
-    the subproblem went on, or the server ended it with ``al.update``).  Without
-    ``subproblem`` or a step taken ahead: the state as it is.  (A state saved before
-    the parties counted their subproblems counts as in j − 1.)"""
+    the subproblem went on, or the server ended it with ``al.update``).  A party then
+    still short of j refuses the message (it took no step ahead for j: its state was
+    lost) rather than answer it at the old multipliers.  Without ``subproblem``: the
+    state as it is.  (A state saved before the parties counted their subproblems counts
+    as in j − 1.)"""
     j = msg.get("subproblem")
-    if j is None or "pending_subproblem" not in state:
+    if j is None:
         return state
-    out = {k: v for k, v in state.items() if k not in PENDING}
-    if state["pending_subproblem"] == j and state.get("subproblem", j - 1) == j - 1:
-        out.update(mu=state["pending_mu"], nu=state["pending_nu"],
-                   beta=state["pending_beta"], wk=state["pending_wk"], subproblem=j)
-    elif "kkt_before_mu" in state:
-        out.update(kkt_mu=state["kkt_before_mu"], kkt_nu=state["kkt_before_nu"],
-                   kkt_seq=state["kkt_before_seq"])
-    else:
-        for k in ("kkt_mu", "kkt_nu", "kkt_seq"):
-            out.pop(k, None)
-    return out
+    if "pending_subproblem" in state:
+        out = {k: v for k, v in state.items() if k not in PENDING}
+        if state["pending_subproblem"] == j and state.get("subproblem", j - 1) == j - 1:
+            out.update(mu=state["pending_mu"], nu=state["pending_nu"],
+                       beta=state["pending_beta"], wk=state["pending_wk"], subproblem=j)
+        elif "kkt_before_mu" in state:
+            out.update(kkt_mu=state["kkt_before_mu"], kkt_nu=state["kkt_before_nu"],
+                       kkt_seq=state["kkt_before_seq"])
+        else:
+            for k in ("kkt_mu", "kkt_nu", "kkt_seq"):
+                out.pop(k, None)
+        state = out
+    if state.get("subproblem", j) < j:
+        raise ValueError(f"a message of subproblem {j} to a party in subproblem "
+                         f"{state['subproblem']} that took no step ahead for it (its "
+                         "state was lost?)")
+    return state
 
 
 @handles(M.AL_BEGIN)
