@@ -261,13 +261,13 @@ class Newton:
             payload = dict(payload, subproblem=s.subproblem)
         return fed.broadcast(message_type, payload, include_server=True)
 
-    def _ahead(self, fed, s, msg, ahead):
+    def _ahead(self, s, msg, ahead):
         """Whether this trial takes the next subproblem's first evaluation ahead (it
         likely ends the subproblem: ``AHEAD_RESIDUAL``, ``AHEAD_REDUCTION``): only
         where that evaluation is the start round's, bit for bit (the AL term's own
-        Hessians or gradients, no compact forms, a counted federation)."""
-        return (ahead is not None and fed.counted
-                and self.model is None and not s.quasi and msg["order"] == self.order
+        Hessians or gradients, no compact forms)."""
+        return (ahead is not None and self.model is None and not s.quasi
+                and msg["order"] == self.order
                 and (s.r <= AHEAD_RESIDUAL * s.tau or s.reduction <= AHEAD_REDUCTION))
 
     def run(self, fed, s, beta, kkt_met=None, ahead=None):
@@ -315,7 +315,7 @@ class Newton:
                    **ask}
             if batch > 1:
                 msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
-            taken = self._ahead(fed, s, msg, ahead)
+            taken = self._ahead(s, msg, ahead)
             if taken:
                 msg.update(kkt=True, next_beta=ahead.beta)
             sums = self._send(fed, s, self.start_type, msg)

@@ -154,6 +154,7 @@ def proximal_al(problem, fed, inner: InnerSolver, s, eps, settings, *, report, c
         following_beta, following_eta = next_penalties(s.history, beta, eta, beta_max,
                                                        settings.eta_max, eps)
         near = bool(s.history) and _residual_ratio(s.history[-1], eps) <= KKT_RIDE_RATIO
+        # (not where rounds are free: cProx-AL's pooled problem)
         ahead = NextStart(k, following_beta) if fed.counted else None
         w_new, converged = inner.run(fed, s.inner, s.beta, kkt_met if near else None, ahead)
         if not np.all(np.isfinite(w_new)):
