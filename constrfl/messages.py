@@ -128,7 +128,8 @@ FIELDS = {
     M.NEWTON_EVAL: _fields(_EVAL_PAYLOAD + " kkt subproblem next_beta",
                            dict(_EVALUATION, **KKT_SHARE, multiplier_step_sq=SUM,
                                 **_NEXT_START),
-                           "mu nu pending_mu pending_nu pending_beta pending_wk"),
+                           "mu nu pending_mu pending_nu pending_beta pending_wk "
+                           "pending_subproblem"),
     M.NEWTON_HVP: _fields("w v violation subproblem", {"hv": SUM}),
     M.NEWTON_BASIS: _fields("start count", {"basis": DISCLOSED, "pattern": DISCLOSED}),
     M.FEAS_EVAL: _fields(_EVAL_PAYLOAD + " report",
