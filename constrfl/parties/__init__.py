@@ -55,7 +55,7 @@ parties reaches the server, :data:`constrfl.messages.FIELDS`):
   its Hessian; with ``kkt`` also the KKT share of ``al.update`` at (w, μ⁺(w), ν⁺(w)),
   the party's multipliers unchanged; with ``next_beta`` also the next subproblem's
   first evaluation at w (``next_*``), its multiplier step recorded, not taken.
-* every message of the outer loop says its subproblem k (``subproblem``): before its
+* ``al.*`` and every Newton message say their subproblem k (``subproblem``): before its
   handlers run, a step taken ahead for k by a party still in k − 1 becomes the party's,
   any other is undone (:func:`settle`).
 * ``newton.eval`` with ``basis`` (``private=False``): the Hessian as the core Cᵢ of its
