@@ -94,7 +94,7 @@ def test_message_accounting_federated_newton(monkeypatch):
     per outer iteration, which carries the next subproblem's first evaluation (but after
     the last when the solve ended on the KKT ride).  The evaluations and KKT shares are
     counted by spying on one client's AL term and share.  (Without the next start
-    ahead, whose rounds evaluate twice: :func:`test_the_next_start_ahead_saves_rounds`.)
+    ahead, whose rounds evaluate twice: tests/test_next_start.py.)
     Floats per client: down w, order, the subproblem's number (+ β on the start-up and
     outer rounds, + the row-scaling range on the start-up;
     + x and 7 step lengths on a line-search round; + the kkt flag on a ride); up (32
