@@ -27,14 +27,21 @@ class AugmentedTerm:
         self.objective = objective
         self._last = None          # (w, cᵢ(w), hᵢ(w)) of the last evaluation
 
-    def __call__(self, w, order=2):
+    def __call__(self, w, order=2, around=None):
+        """``(value, gradient, Hessian)`` at w as ``order`` asks.  ``around``: the point
+        x of the last Newton step x → w; the Hessian then weighs the active rows' ∇²cⱼ
+        by the multipliers linearized from x, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊,
+        in place of pⱼ = [μⱼ + βcⱼ(w)]₊: the primal-dual Newton matrix of the
+        subproblem (docs/algorithms.md (N3)); value and gradient are the same."""
         party, beta = self.party, self.beta
+        y = (self.linearized(w, around) if around is not None and order >= 2
+             and party.curved_inequalities else None)
         fused = None if party.stacked is None else party.stacked.augmented(
-            w, order, beta, self.mu, self.objective)
+            w, order, beta, self.mu, self.objective, y)
         if fused is not None:                 # one pass over the party's rows
             val, g, H, c = fused
         else:              # function by function (and the errors naming the slot)
-            val, g, H, c = self._by_function(w, order)
+            val, g, H, c = self._by_function(w, order, y)
         h = _NONE
         if party.n_eq:
             h = party.h_value(w)
@@ -53,8 +60,15 @@ class AugmentedTerm:
         r = self.nu + self.beta * h
         return r, (r @ r) / (2 * self.beta)
 
-    def _by_function(self, w, order):
-        """fᵢ + ‖[μ + βcᵢ]₊‖²/2β and its derivatives, one function call at a time."""
+    def linearized(self, w, x):
+        """y = [μ + β(cᵢ(x) + ∇cᵢ(x)(w − x))]₊: step 3's multipliers at w with cᵢ
+        linearized at x (the primal-dual iterate of a Newton step x → w)."""
+        c, J = self.party.c_value_jac(x)
+        return np.maximum(self.mu + self.beta * (c + J @ (w - x)), 0.0)
+
+    def _by_function(self, w, order, curvature=None):
+        """fᵢ + ‖[μ + βcᵢ]₊‖²/2β and its derivatives, one function call at a time
+        (``curvature``: the weights of the active rows' ∇²cᵢ, None: p)."""
         party, beta = self.party, self.beta
         val, g, H = 0.0, None, None
         c = _NONE
@@ -80,7 +94,8 @@ class AugmentedTerm:
                 g = g + J.T @ p
                 if H is not None:
                     JA = J[p > 0]
-                    Hc = party.c_hess(w, p)
+                    Hc = party.c_hess(w, p if curvature is None
+                                      else np.where(p > 0, curvature, 0.0))
                     if Hc is None:
                         H = None
                     else:                     # H is this call's own array: added in place

@@ -474,13 +474,16 @@ def _stacked_hessian(X, s, term, A, beta, p, b, G, h):
     return _finish_sym(H, 1.0)
 
 
+NO_CURVATURE = np.zeros(0)      # stacked_evaluate's curvature: the AL's own weights p
+
+
 def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
     """``a₀ᵀT + o₀ + ‖[μ + β(AT + o)]₊‖²/2β`` at w (T of :func:`stacked_terms`), with its
     gradient (order ≥ 1, else empty) and Hessian (order 2, else empty), c = AT + o, and
     whether the value and the sums of gradient and Hessian are finite
     (:func:`stacked_evaluate` at the one row w)."""
     val, g, H, c, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu,
-                                            beta, w[None], order)
+                                            beta, w[None], order, NO_CURVATURE)
     return float(val[0]), g, H, c, finite
 
 
@@ -488,15 +491,17 @@ def stacked_values(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W):
     """The value of :func:`stacked_augmented` at each row of W, and whether all are
     finite (:func:`stacked_evaluate`, order 0)."""
     out, _, _, _, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                            W, 0)
+                                            W, 0, NO_CURVATURE)
     return out, finite
 
 
 @numba.njit(cache=True)
-def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order):
+def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, curvature):
     """:func:`stacked_augmented`'s value at each row of W and, at its last row, the
     gradient (order ≥ 1), Hessian (order 2) and c; whether the values and the sums of
-    gradient and Hessian are finite.  One compiled function serves a point's
+    gradient and Hessian are finite.  ``curvature`` (empty: p): the weights y of the
+    active rows' ∇²cⱼ in the Hessian (the primal-dual weights of
+    :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One compiled function serves a point's
     derivatives and the values at the trial points, its helpers inlined: the demo's
     first run compiles it in about half the time stacked_augmented and stacked_values
     took when each was compiled, over compiled helpers of its own."""
@@ -508,6 +513,12 @@ def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order):
                                                       mu, beta, W[i], order >= 1)
     if order < 2:
         return vals, g, np.zeros((0, 0)), c, np.isfinite(np.sum(vals) + np.sum(g))
+    if curvature.size:                  # Σₖ bₖ∇²Tₖ with bₖ = a₀ₖ + Σⱼ A_jk yⱼ (pⱼ > 0)
+        b = a0.copy()
+        for j in range(A.shape[0]):
+            if p[j] > 0.0:
+                for k in range(A.shape[1]):
+                    b[k] += A[j, k] * curvature[j]
     H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
     return vals, g, H, c, np.isfinite(np.sum(vals) + np.sum(g) + np.sum(H))
 

@@ -109,6 +109,11 @@ class Party:
         return (not self.constraints
                 and (self.objective is None or self.objective.quadratic))
 
+    @property
+    def curved_inequalities(self):
+        """True when some inequality is not affine (its ∇²cⱼ enters the AL's Hessian)."""
+        return any(not c.is_affine for c in self.constraints)
+
     @functools.cached_property
     def stacked(self):
         """The objective and inequalities as stacked row losses

@@ -132,15 +132,17 @@ class StackedRows:
     def values(self, W, beta, mu, objective=True):
         """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
         out, _, _, _, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
-                                                        W, 0)
+                                                        W, 0, kernels.NO_CURVATURE)
         return out if finite else None
 
-    def augmented(self, w, order, beta, mu, objective=True):
+    def augmented(self, w, order, beta, mu, objective=True, curvature=None):
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
-        is not finite (the function-by-function evaluation then names the culprit)."""
-        val, g, H, c, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
-                                                         w[None], order)
+        is not finite (the function-by-function evaluation then names the culprit).
+        ``curvature``: the weights of the active rows' ∇²cⱼ in the Hessian (None: p)."""
+        val, g, H, c, finite = kernels.stacked_evaluate(
+            *self.kernel_args(beta, mu, objective), w[None], order,
+            kernels.NO_CURVATURE if curvature is None else curvature)
         if not finite:
             return None
         return float(val[0]), (g if order >= 1 else None), (H if order >= 2 else None), c

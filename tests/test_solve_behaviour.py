@@ -110,10 +110,10 @@ def test_message_accounting_federated_newton(monkeypatch):
     shares = {"al": 0, "ride": 0}
     original = augmented.AugmentedTerm.__call__
 
-    def spy(self, w, order=2):
+    def spy(self, w, order=2, around=None):
         if self.party.name == "client-0":
             calls[order] += 1
-        return original(self, w, order)
+        return original(self, w, order, around)
 
     values = augmented.AugmentedTerm.values
 

@@ -97,6 +97,40 @@ def test_one_pass_equals_function_by_function(name, objective):
                 np.testing.assert_array_equal(H, H.T)
 
 
+@pytest.mark.parametrize("name", list(parties()))
+@pytest.mark.parametrize("objective", [True, False])
+def test_primal_dual_hessian(name, objective):
+    """With ``around`` = x (the start of the Newton step x → w) the Hessian weighs the
+    active rows' ∇²cⱼ(w) by yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊ instead of
+    pⱼ = [μⱼ + βcⱼ(w)]₊ (docs/algorithms.md (N3)), in the one pass and function by
+    function alike: the matrix formed here from the functions' own derivatives; value
+    and gradient as without ``around``."""
+    party = parties()[name]
+    beta = 3.0
+    w, x = rng.standard_normal(d), rng.standard_normal(d)
+    for mu_scale in (0.0, 1.0, 50.0):
+        mu = mu_scale * rng.random(party.n_ineq)
+        nu = rng.standard_normal(party.n_eq)
+        term = AugmentedTerm(party, beta, mu, nu, objective=objective)
+        c, J = party.c_value_jac(w)
+        cx, Jx = party.c_value_jac(x)
+        p = np.maximum(mu + beta * c, 0.0)
+        y = np.where(p > 0, np.maximum(mu + beta * (cx + Jx @ (w - x)), 0.0), 0.0)
+        expected = ((party.f_hess(w) if objective else 0.0)
+                    + beta * J[p > 0].T @ J[p > 0] + party.c_hess(w, y)
+                    + beta * party.h_jac(w).T @ party.h_jac(w))
+        val, g, H = term(w, 2, around=x)
+        val0, g0, H0 = term(w, 2)
+        assert val == val0
+        np.testing.assert_array_equal(g, g0)
+        np.testing.assert_allclose(H, expected, rtol=1e-12, atol=1e-12)
+        Hf = term._by_function(w, 2, term.linearized(w, x))[2]
+        np.testing.assert_allclose(Hf + beta * party.h_jac(w).T @ party.h_jac(w), expected,
+                                   rtol=1e-12, atol=1e-12)
+        if p.any() and not np.allclose(y, p):    # the weights differ: so does the matrix
+            assert not np.allclose(H, H0, rtol=1e-9, atol=0)
+
+
 def dense(M):
     """A kernels.CSR (row j: entries indptr[j]:indptr[j+1]) or a dense block as a
     dense array, written out entry by entry."""

@@ -44,7 +44,8 @@ def _evaluate(term, msg, ctx):
             models = constraint_models(*args) if compact and msg.get("models") else None
             if models is not None:
                 compact["models"] = models
-    val, g, H = term(w, 1 if compact is not None else order)
+    val, g, H = term(w, 1 if compact is not None else order,
+                     around=msg.get("x"))
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
         reply["grad"] = g
