@@ -32,10 +32,12 @@ class AugmentedTerm:
         x of the last Newton step x → w; the Hessian then weighs the active rows' ∇²cⱼ
         by the multipliers linearized from x, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊,
         in place of pⱼ = [μⱼ + βcⱼ(w)]₊: the primal-dual Newton matrix of the
-        subproblem (docs/algorithms.md (N3)); value and gradient are the same."""
+        subproblem (docs/algorithms.md (N3)), for a party whose inequalities are
+        convex (:attr:`~constrfl.problem.Party.convex_curved_inequalities`); value and
+        gradient are the same."""
         party, beta = self.party, self.beta
         y = (self.linearized(w, around) if around is not None and order >= 2
-             and party.curved_inequalities else None)
+             and party.convex_curved_inequalities else None)
         fused = None if party.stacked is None else party.stacked.augmented(
             w, order, beta, self.mu, self.objective, y)
         if fused is not None:                 # one pass over the party's rows

@@ -110,9 +110,11 @@ class Party:
                 and (self.objective is None or self.objective.quadratic))
 
     @property
-    def curved_inequalities(self):
-        """True when some inequality is not affine (its ∇²cⱼ enters the AL's Hessian)."""
-        return any(not c.is_affine for c in self.constraints)
+    def convex_curved_inequalities(self):
+        """True when the inequalities are convex and some is not affine (its ∇²cⱼ ⪰ 0
+        enters the AL's Hessian)."""
+        return (all(c.is_convex for c in self.constraints)
+                and any(not c.is_affine for c in self.constraints))
 
     @functools.cached_property
     def stacked(self):
