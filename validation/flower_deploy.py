@@ -74,8 +74,8 @@ MODES = {   # name: deploy.deploy's arguments, run-config overrides, text
     "warm-restart": (dict(mode="warm", restart=("site-2", 8)), "", "warm, the SuperNode "
                      "and SuperExec of site-2 killed (SIGKILL) after its 8th message and "
                      "started again (new node id, empty context.state)"),
-    "warm-lost": (dict(mode="warm", kill=("site-2", 16)), f"client-timeout={LOST_TIMEOUT}",
-                  f"warm, the SuperNode and SuperExec of site-2 killed after its 16th "
+    "warm-lost": (dict(mode="warm", kill=("site-2", 14)), f"client-timeout={LOST_TIMEOUT}",
+                  f"warm, the SuperNode and SuperExec of site-2 killed after its 14th "
                   f"message (in the second outer iteration) for good, "
                   f"`client-timeout={LOST_TIMEOUT:g}`"),
 }
