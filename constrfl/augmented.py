@@ -15,6 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 _NONE = np.zeros(0)        # the values of no constraints (never written to)
+#: θ of the primal-dual weights θy + (1 − θ)p of a trial's Hessian (docs/algorithms.md
+#: (N3)); measured on 72 random NP problems (3 sweeps of 24, rounds' geometric mean
+#: against p's): θ = 1 1.04, 0.94, 1.04; θ = 0.75 0.93, 0.91, 0.95; θ = 0.5 0.96, 0.93,
+#: 0.98; θ = 0.25 (one sweep) 0.96
+PRIMAL_DUAL_SHARE = 0.75
 
 
 class AugmentedTerm:
@@ -30,16 +35,17 @@ class AugmentedTerm:
     def __call__(self, w, order=2, around=None):
         """``(value, gradient, Hessian)`` at w as ``order`` asks.  ``around``: the point
         x of the last Newton step x → w; the Hessian then weighs the active rows' ∇²cⱼ
-        by the multipliers linearized from x, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊,
-        in place of pⱼ = [μⱼ + βcⱼ(w)]₊: the primal-dual Newton matrix of the
-        subproblem (docs/algorithms.md (N3)), for a party whose inequalities are
-        convex (:attr:`~constrfl.problem.Party.convex_curved_inequalities`); value and
-        gradient are the same."""
+        by θyⱼ + (1 − θ)pⱼ, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊ the multipliers
+        linearized from x, in place of pⱼ = [μⱼ + βcⱼ(w)]₊ (θ = 1: the primal-dual Newton
+        matrix of the subproblem; θ = :data:`PRIMAL_DUAL_SHARE`; docs/algorithms.md (N3)),
+        for a party whose inequalities are convex
+        (:attr:`~constrfl.problem.Party.convex_curved_inequalities`); value and gradient
+        are the same."""
         party, beta = self.party, self.beta
         y = (self.linearized(w, around) if around is not None and order >= 2
              and party.convex_curved_inequalities else None)
         fused = None if party.stacked is None else party.stacked.augmented(
-            w, order, beta, self.mu, self.objective, y)
+            w, order, beta, self.mu, self.objective, y, PRIMAL_DUAL_SHARE)
         if fused is not None:                 # one pass over the party's rows
             val, g, H, c = fused
         else:              # function by function (and the errors naming the slot)
@@ -70,7 +76,8 @@ class AugmentedTerm:
 
     def _by_function(self, w, order, curvature=None):
         """fᵢ + ‖[μ + βcᵢ]₊‖²/2β and its derivatives, one function call at a time
-        (``curvature``: the weights of the active rows' ∇²cᵢ, None: p)."""
+        (``curvature``: multipliers y, the active rows' ∇²cⱼ then weighted by θyⱼ +
+        (1 − θ)pⱼ, θ = :data:`PRIMAL_DUAL_SHARE`; None: by pⱼ)."""
         party, beta = self.party, self.beta
         val, g, H = 0.0, None, None
         c = _NONE
@@ -96,8 +103,9 @@ class AugmentedTerm:
                 g = g + J.T @ p
                 if H is not None:
                     JA = J[p > 0]
-                    Hc = party.c_hess(w, p if curvature is None
-                                      else np.where(p > 0, curvature, 0.0))
+                    Hc = party.c_hess(w, p if curvature is None else np.where(
+                        p > 0, PRIMAL_DUAL_SHARE * curvature + (1 - PRIMAL_DUAL_SHARE) * p,
+                        0.0))
                     if Hc is None:
                         H = None
                     else:                     # H is this call's own array: added in place

@@ -483,7 +483,7 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
     whether the value and the sums of gradient and Hessian are finite
     (:func:`stacked_evaluate` at the one row w)."""
     val, g, H, c, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu,
-                                            beta, w[None], order, NO_CURVATURE)
+                                            beta, w[None], order, NO_CURVATURE, 1.0)
     return float(val[0]), g, H, c, finite
 
 
@@ -491,17 +491,18 @@ def stacked_values(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W):
     """The value of :func:`stacked_augmented` at each row of W, and whether all are
     finite (:func:`stacked_evaluate`, order 0)."""
     out, _, _, _, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                            W, 0, NO_CURVATURE)
+                                            W, 0, NO_CURVATURE, 1.0)
     return out, finite
 
 
 @numba.njit(cache=True)
-def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, curvature):
+def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, curvature,
+                     share):
     """:func:`stacked_augmented`'s value at each row of W and, at its last row, the
     gradient (order ≥ 1), Hessian (order 2) and c; whether the values and the sums of
-    gradient and Hessian are finite.  ``curvature`` (empty: p): the weights y of the
-    active rows' ∇²cⱼ in the Hessian (the primal-dual weights of
-    :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One compiled function serves a point's
+    gradient and Hessian are finite.  ``curvature`` (empty: p): the multipliers y of the
+    active rows, whose ∇²cⱼ the Hessian weighs by ``share``·yⱼ + (1 − ``share``)·pⱼ (the
+    primal-dual weights of :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One compiled function serves a point's
     derivatives and the values at the trial points, its helpers inlined: the demo's
     first run compiles it in about half the time stacked_augmented and stacked_values
     took when each was compiled, over compiled helpers of its own."""
@@ -513,12 +514,13 @@ def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, 
                                                       mu, beta, W[i], order >= 1)
     if order < 2:
         return vals, g, np.zeros((0, 0)), c, np.isfinite(np.sum(vals) + np.sum(g))
-    if curvature.size:                  # Σₖ bₖ∇²Tₖ with bₖ = a₀ₖ + Σⱼ A_jk yⱼ (pⱼ > 0)
+    if curvature.size:      # Σₖ bₖ∇²Tₖ, bₖ = a₀ₖ + Σⱼ A_jk (θyⱼ + (1 − θ)pⱼ) (pⱼ > 0)
         b = a0.copy()
         for j in range(A.shape[0]):
             if p[j] > 0.0:
+                weight = share * curvature[j] + (1.0 - share) * p[j]
                 for k in range(A.shape[1]):
-                    b[k] += A[j, k] * curvature[j]
+                    b[k] += A[j, k] * weight
     H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)
     return vals, g, H, c, np.isfinite(np.sum(vals) + np.sum(g) + np.sum(H))
 

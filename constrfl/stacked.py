@@ -132,17 +132,18 @@ class StackedRows:
     def values(self, W, beta, mu, objective=True):
         """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
         out, _, _, _, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
-                                                        W, 0, kernels.NO_CURVATURE)
+                                                        W, 0, kernels.NO_CURVATURE, 1.0)
         return out if finite else None
 
-    def augmented(self, w, order, beta, mu, objective=True, curvature=None):
+    def augmented(self, w, order, beta, mu, objective=True, curvature=None, share=1.0):
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
         is not finite (the function-by-function evaluation then names the culprit).
-        ``curvature``: the weights of the active rows' ∇²cⱼ in the Hessian (None: p)."""
+        ``curvature``: multipliers y, the Hessian then weighing the active rows' ∇²cⱼ by
+        ``share``·yⱼ + (1 − ``share``)·pⱼ (None: by pⱼ)."""
         val, g, H, c, finite = kernels.stacked_evaluate(
             *self.kernel_args(beta, mu, objective), w[None], order,
-            kernels.NO_CURVATURE if curvature is None else curvature)
+            kernels.NO_CURVATURE if curvature is None else curvature, float(share))
         if not finite:
             return None
         return float(val[0]), (g if order >= 1 else None), (H if order >= 2 else None), c

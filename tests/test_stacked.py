@@ -10,6 +10,7 @@ from constrfl import Client, functions as fn, kernels as K
 from constrfl.errors import PartyError
 from constrfl.parties import PartyContext
 from constrfl.parties.admm import RELAXATION, _block_step, admm_step
+from constrfl import augmented
 from constrfl.augmented import AugmentedTerm, plus_gauss_newton, plus_quadratic
 from constrfl.local import minimize_smooth
 from constrfl.stacked import stacked_matrix
@@ -101,10 +102,10 @@ def test_one_pass_equals_function_by_function(name, objective):
 @pytest.mark.parametrize("objective", [True, False])
 def test_primal_dual_hessian(name, objective):
     """With ``around`` = x (the start of the Newton step x → w) the Hessian weighs the
-    active rows' ∇²cⱼ(w) by yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊ instead of
-    pⱼ = [μⱼ + βcⱼ(w)]₊ (docs/algorithms.md (N3)), in the one pass and function by
-    function alike: the matrix formed here from the functions' own derivatives; value
-    and gradient as without ``around``.  A party with a nonconvex inequality keeps p
+    active rows' ∇²cⱼ(w) by θyⱼ + (1 − θ)pⱼ, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊,
+    instead of pⱼ = [μⱼ + βcⱼ(w)]₊ (docs/algorithms.md (N3)), in the one pass and
+    function by function alike: the matrix formed here from the functions' own
+    derivatives; value and gradient as without ``around``.  A party with a nonconvex inequality keeps p
     (docs/algorithms.md §5: measured, y cost the fairness template rounds)."""
     party = parties()[name]
     pd = party.convex_curved_inequalities
@@ -118,8 +119,9 @@ def test_primal_dual_hessian(name, objective):
         c, J = party.c_value_jac(w)
         cx, Jx = party.c_value_jac(x)
         p = np.maximum(mu + beta * c, 0.0)
-        y = (np.where(p > 0, np.maximum(mu + beta * (cx + Jx @ (w - x)), 0.0), 0.0) if pd
-             else p)
+        theta = augmented.PRIMAL_DUAL_SHARE
+        y = (np.where(p > 0, theta * np.maximum(mu + beta * (cx + Jx @ (w - x)), 0.0)
+                      + (1 - theta) * p, 0.0) if pd else p)
         expected = ((party.f_hess(w) if objective else 0.0)
                     + beta * J[p > 0].T @ J[p > 0] + party.c_hess(w, y)
                     + beta * party.h_jac(w).T @ party.h_jac(w))
