@@ -75,3 +75,22 @@ def test_build_scale_writes_its_table(tmp_path):
     text = out.read_text()
     assert "| clients | build s | solve s | build / solve |" in text and "| 40 |" in text
     assert "| optimal |" in text
+
+
+def test_primal_dual_sweep_writes_its_table(tmp_path):
+    """primal_dual.py on a two-problem sweep: a row per θ with its rounds and the ratio
+    to θ = 0 (1 at θ = 0), each problem's rounds, and θ restored afterwards."""
+    pytest.importorskip("sklearn")
+    import primal_dual
+    from constrfl import augmented
+    theta = augmented.PRIMAL_DUAL_SHARE
+    sys_argv, sys.argv = sys.argv, ["primal_dual.py", "--seeds", "1", "--problems", "2",
+                                    "--thetas", "0,0.75", "--out", str(tmp_path / "pd.md")]
+    try:
+        primal_dual.main()
+    finally:
+        sys.argv = sys_argv
+    assert augmented.PRIMAL_DUAL_SHARE == theta
+    text = (tmp_path / "pd.md").read_text()
+    assert "| 1 | 0 |" in text and "| 1.000 | 0 | 0 |" in text and "| 1 | 0.75 |" in text
+    assert "| seed | problem | θ = 0 | θ = 0.75 |" in text
