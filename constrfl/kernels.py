@@ -502,7 +502,8 @@ def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, 
     gradient (order ≥ 1), Hessian (order 2) and c; whether the values and the sums of
     gradient and Hessian are finite.  ``curvature`` (empty: p): the multipliers y of the
     active rows, whose ∇²cⱼ the Hessian weighs by ``share``·yⱼ + (1 − ``share``)·pⱼ (the
-    primal-dual weights of :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One compiled function serves a point's
+    primal-dual weights of :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One
+    compiled function serves a point's
     derivatives and the values at the trial points, its helpers inlined: the demo's
     first run compiles it in about half the time stacked_augmented and stacked_values
     took when each was compiled, over compiled helpers of its own."""

@@ -27,7 +27,8 @@ def _basis(ctx):
 def _evaluate(term, msg, ctx):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
     and Hessian (upper triangle, and ``no_hessian``: 1 for a party that has none) at
-    the first one, as ``msg["order"]`` asks; with
+    the first one, as ``msg["order"]`` asks (with the primal-dual weights (N3) about
+    the step's start ``x`` on a line-search round); with
     ``basis`` the Hessian in its compact form where the party has one: its core in the
     row basis (B1), or its sparse entries and constraint rows (B4)."""
     order, w = msg["order"], msg["w"]
