@@ -42,14 +42,15 @@ class AugmentedTerm:
         (:attr:`~constrfl.problem.Party.convex_curved_inequalities`); value and gradient
         are the same."""
         party, beta = self.party, self.beta
-        y = (self.linearized(w, around) if around is not None and order >= 2
-             and party.convex_curved_inequalities else None)
+        if not (order >= 2 and party.convex_curved_inequalities):
+            around = None
         fused = None if party.stacked is None else party.stacked.augmented(
-            w, order, beta, self.mu, self.objective, y, PRIMAL_DUAL_SHARE)
+            w, order, beta, self.mu, self.objective, around, PRIMAL_DUAL_SHARE)
         if fused is not None:                 # one pass over the party's rows
             val, g, H, c = fused
         else:              # function by function (and the errors naming the slot)
-            val, g, H, c = self._by_function(w, order, y)
+            val, g, H, c = self._by_function(
+                w, order, None if around is None else self.linearized(w, around))
         h = _NONE
         if party.n_eq:
             h = party.h_value(w)

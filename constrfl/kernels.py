@@ -412,6 +412,31 @@ def stacked_terms(X, y, s, term, logistic, w, grad):
 
 
 @numba.njit(cache=True, inline="always")
+def _linearized_terms(X, y, s, term, logistic, A, x, step):
+    """Tₖ(x) + ∇Tₖ(x)ᵀstep for each term k some constraint row of A uses (0 for the
+    others): a pass over those terms' rows, two dot products a row."""
+    K = logistic.shape[0]
+    used = np.zeros(K, dtype=np.bool_)
+    for j in range(A.shape[0]):
+        for k in range(K):
+            used[k] |= A[j, k] != 0.0
+    out = np.zeros(K)
+    for j in range(_shape(X)[0]):
+        k = term[j]
+        if not used[k]:
+            continue
+        x_j = _row(X, j)
+        z = _dot(x_j, x)
+        if logistic[k]:
+            loss, r, _ = _logistic_point(z, y[j])
+        else:
+            r = z - y[j]
+            loss = 0.5 * r * r
+        out[k] += s[j] * (loss + r * _dot(x_j, step))
+    return out
+
+
+@numba.njit(cache=True, inline="always")
 def stacked_gram(X, s, term, h, b):
     """The upper triangle of Σ_j b[term[j]] s_j h_j x_j x_jᵀ (the lower triangle is
     zero; :func:`_gram`)."""
@@ -474,7 +499,7 @@ def _stacked_hessian(X, s, term, A, beta, p, b, G, h):
     return _finish_sym(H, 1.0)
 
 
-NO_CURVATURE = np.zeros(0)      # stacked_evaluate's curvature: the AL's own weights p
+NO_STEP = np.zeros(0)       # stacked_evaluate's ``around``: no step, the AL's own weights p
 
 
 def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order):
@@ -483,7 +508,7 @@ def stacked_augmented(X, y, s, term, logistic, A, o, a0, o0, mu, beta, w, order)
     whether the value and the sums of gradient and Hessian are finite
     (:func:`stacked_evaluate` at the one row w)."""
     val, g, H, c, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu,
-                                            beta, w[None], order, NO_CURVATURE, 1.0)
+                                            beta, w[None], order, NO_STEP, 1.0)
     return float(val[0]), g, H, c, finite
 
 
@@ -491,22 +516,23 @@ def stacked_values(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W):
     """The value of :func:`stacked_augmented` at each row of W, and whether all are
     finite (:func:`stacked_evaluate`, order 0)."""
     out, _, _, _, finite = stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta,
-                                            W, 0, NO_CURVATURE, 1.0)
+                                            W, 0, NO_STEP, 1.0)
     return out, finite
 
 
 @numba.njit(cache=True)
-def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, curvature,
+def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, around,
                      share):
     """:func:`stacked_augmented`'s value at each row of W and, at its last row, the
     gradient (order ≥ 1), Hessian (order 2) and c; whether the values and the sums of
-    gradient and Hessian are finite.  ``curvature`` (empty: p): the multipliers y of the
-    active rows, whose ∇²cⱼ the Hessian weighs by ``share``·yⱼ + (1 − ``share``)·pⱼ (the
-    primal-dual weights of :meth:`~constrfl.augmented.AugmentedTerm.__call__`).  One
-    compiled function serves a point's
+    gradient and Hessian are finite.  One compiled function serves a point's
     derivatives and the values at the trial points, its helpers inlined: the demo's
     first run compiles it in about half the time stacked_augmented and stacked_values
-    took when each was compiled, over compiled helpers of its own."""
+    took when each was compiled, over compiled helpers of its own.  ``around`` (empty:
+    none): the start x of the step to w, the Hessian then weighing the active rows'
+    ∇²cⱼ by θyⱼ + (1 − θ)pⱼ, θ = ``share``, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊ (the
+    primal-dual weights of :meth:`~constrfl.augmented.AugmentedTerm.__call__`: one pass
+    more over the constraints' rows, :func:`_linearized_terms`)."""
     vals = np.empty(W.shape[0])
     g, c, p, b, h = np.empty(0), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     G = np.empty((0, 0))
@@ -515,11 +541,15 @@ def stacked_evaluate(X, y, s, term, logistic, A, o, a0, o0, mu, beta, W, order, 
                                                       mu, beta, W[i], order >= 1)
     if order < 2:
         return vals, g, np.zeros((0, 0)), c, np.isfinite(np.sum(vals) + np.sum(g))
-    if curvature.size:      # Σₖ bₖ∇²Tₖ, bₖ = a₀ₖ + Σⱼ A_jk (θyⱼ + (1 − θ)pⱼ) (pⱼ > 0)
+    if around.size:         # Σₖ bₖ∇²Tₖ, bₖ = a₀ₖ + Σⱼ A_jk (θyⱼ + (1 − θ)pⱼ) (pⱼ > 0)
+        linear = _linearized_terms(X, y, s, term, logistic, A, around, W[-1] - around)
         b = a0.copy()
         for j in range(A.shape[0]):
             if p[j] > 0.0:
-                weight = share * curvature[j] + (1.0 - share) * p[j]
+                cj = o[j]
+                for k in range(A.shape[1]):
+                    cj += A[j, k] * linear[k]
+                weight = share * max(mu[j] + beta * cj, 0.0) + (1.0 - share) * p[j]
                 for k in range(A.shape[1]):
                     b[k] += A[j, k] * weight
     H = _stacked_hessian(X, s, term, A, beta, p, b, G, h)

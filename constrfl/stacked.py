@@ -132,18 +132,19 @@ class StackedRows:
     def values(self, W, beta, mu, objective=True):
         """The value of :meth:`augmented` at each row of W (None if one is not finite)."""
         out, _, _, _, finite = kernels.stacked_evaluate(*self.kernel_args(beta, mu, objective),
-                                                        W, 0, kernels.NO_CURVATURE, 1.0)
+                                                        W, 0, kernels.NO_STEP, 1.0)
         return out if finite else None
 
-    def augmented(self, w, order, beta, mu, objective=True, curvature=None, share=1.0):
+    def augmented(self, w, order, beta, mu, objective=True, around=None, share=1.0):
         """``(value, gradient, Hessian, c)`` of fᵢ (if ``objective``) + ‖[μ + βcᵢ]₊‖²/2β
         at w, the gradient and Hessian as ``order`` asks (else None); None when a value
         is not finite (the function-by-function evaluation then names the culprit).
-        ``curvature``: multipliers y, the Hessian then weighing the active rows' ∇²cⱼ by
-        ``share``·yⱼ + (1 − ``share``)·pⱼ (None: by pⱼ)."""
+        ``around``: the start x of the step to w, the Hessian then weighing the active
+        rows' ∇²cⱼ by ``share``·yⱼ + (1 − ``share``)·pⱼ, y the multipliers linearized
+        from x (:func:`~constrfl.kernels.stacked_evaluate`)."""
         val, g, H, c, finite = kernels.stacked_evaluate(
             *self.kernel_args(beta, mu, objective), w[None], order,
-            kernels.NO_CURVATURE if curvature is None else curvature, float(share))
+            kernels.NO_STEP if around is None else around, float(share))
         if not finite:
             return None
         return float(val[0]), (g if order >= 1 else None), (H if order >= 2 else None), c
