@@ -105,8 +105,9 @@ def test_primal_dual_hessian(name, objective):
     active rows' ∇²cⱼ(w) by θyⱼ + (1 − θ)pⱼ, yⱼ = [μⱼ + β(cⱼ(x) + ∇cⱼ(x)ᵀ(w − x))]₊,
     instead of pⱼ = [μⱼ + βcⱼ(w)]₊ (docs/algorithms.md (N3)), in the one pass and
     function by function alike: the matrix formed here from the functions' own
-    derivatives; value and gradient as without ``around``.  A party with a nonconvex inequality keeps p
-    (docs/algorithms.md §5: measured, y cost the fairness template rounds)."""
+    derivatives; value and gradient as without ``around``.  A party with a nonconvex
+    inequality keeps p (docs/algorithms.md §5: measured, y cost the fairness template
+    rounds)."""
     party = parties()[name]
     pd = party.convex_curved_inequalities
     assert pd == (name not in ("fairness (shared Cached losses)", "mixed kinds, weights"))
@@ -120,10 +121,10 @@ def test_primal_dual_hessian(name, objective):
         cx, Jx = party.c_value_jac(x)
         p = np.maximum(mu + beta * c, 0.0)
         theta = augmented.PRIMAL_DUAL_SHARE
-        y = (np.where(p > 0, theta * np.maximum(mu + beta * (cx + Jx @ (w - x)), 0.0)
-                      + (1 - theta) * p, 0.0) if pd else p)
+        weights = (np.where(p > 0, theta * np.maximum(mu + beta * (cx + Jx @ (w - x)), 0.0)
+                            + (1 - theta) * p, 0.0) if pd else p)
         expected = ((party.f_hess(w) if objective else 0.0)
-                    + beta * J[p > 0].T @ J[p > 0] + party.c_hess(w, y)
+                    + beta * J[p > 0].T @ J[p > 0] + party.c_hess(w, weights)
                     + beta * party.h_jac(w).T @ party.h_jac(w))
         val, g, H = term(w, 2, around=x)
         val0, g0, H0 = term(w, 2)
@@ -134,7 +135,7 @@ def test_primal_dual_hessian(name, objective):
             Hf = term._by_function(w, 2, term.linearized(w, x))[2]
             np.testing.assert_allclose(Hf + beta * party.h_jac(w).T @ party.h_jac(w),
                                        expected, rtol=1e-12, atol=1e-12)
-        if p.any() and not np.allclose(y, p):    # the weights differ: so does the matrix
+        if p.any() and not np.allclose(weights, p):    # they differ: so does the matrix
             assert not np.allclose(H, H0, rtol=1e-9, atol=0)
 
 
