@@ -92,5 +92,5 @@ def test_primal_dual_sweep_writes_its_table(tmp_path):
         sys.argv = sys_argv
     assert augmented.PRIMAL_DUAL_SHARE == theta
     text = (tmp_path / "pd.md").read_text()
-    assert "| 1 | 0 |" in text and "| 1.000 | 0 | 0 |" in text and "| 1 | 0.75 |" in text
+    assert "| 1 | 0 |" in text and "| 1.000 | 0 | 0 | 0 |" in text and "| 1 | 0.75 |" in text
     assert "| seed | problem | θ = 0 | θ = 0.75 |" in text

@@ -1,7 +1,7 @@
 """θ of the primal-dual curvature weights (docs/algorithms.md §5, (N3)), measured: on
 random Neyman-Pearson problems, the rounds of ``cf.solve`` (the federated Newton, tol
 1e-6) with a trial's Hessian weighing the active constraints' ∇²c by θy + (1 − θ)p for
-each θ (θ = 0: the AL's own p), against θ = 0.
+each θ (θ = 0, the AL's own p, always among them), against θ = 0.
 
     python validation/primal_dual.py [--seeds 1,2,3] [--problems 24] [--thetas 0,0.5,0.75,1]
         [--update-results]          # -> validation/results/primal_dual.md
@@ -48,8 +48,8 @@ def problems(seed, count):
     return out
 
 
-def rounds(problem, theta):
-    """The rounds of the solve with θ = ``theta`` (and its status)."""
+def solve(problem, theta):
+    """``(rounds, status)`` of the solve with θ = ``theta``."""
     saved = augmented.PRIMAL_DUAL_SHARE
     augmented.PRIMAL_DUAL_SHARE = theta
     try:
@@ -67,18 +67,19 @@ def main():
     C.add_output_args(p, "primal_dual.md")
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
-    thetas = [float(t) for t in a.thetas.split(",")]
+    thetas = sorted({0.0, *(float(t) for t in a.thetas.split(","))})   # θ = 0: the base
     t0 = time.perf_counter()
     summary, detail = [], []
     for seed in seeds:
-        found = np.array([[rounds(problem, t)[0] for t in thetas]
-                          for _, problem in problems(seed, a.problems)], dtype=float)
-        base = found[:, thetas.index(0.0)] if 0.0 in thetas else found[:, 0]
+        runs = [[solve(problem, t) for t in thetas] for _, problem in problems(seed, a.problems)]
+        found = np.array([[r for r, _ in row] for row in runs], dtype=float)
+        unsolved = [sum(row[j][1] != "optimal" for row in runs) for j in range(len(thetas))]
+        base = found[:, 0]
         for j, t in enumerate(thetas):
             ratio = float(np.exp(np.mean(np.log(found[:, j] / base))))
             summary.append([str(seed), f"{t:g}", f"{found[:, j].sum():.0f}", f"{ratio:.3f}",
                             str(int((found[:, j] < base).sum())),
-                            str(int((found[:, j] > base).sum()))])
+                            str(int((found[:, j] > base).sum())), str(unsolved[j])])
             print(" | ".join(summary[-1]), flush=True)
         detail += [[str(seed), str(i)] + [f"{v:.0f}" for v in row]
                    for i, row in enumerate(found)]
@@ -87,9 +88,10 @@ def main():
     text += ("\nRounds (deterministic) of `cf.solve(problem, tol=1e-6)` with θ set; the "
              "ratio is the geometric mean over the sweep's problems of rounds / rounds "
              "at θ = 0 (the AL's own weights p); fewer / more: problems with fewer / more "
-             "rounds than at θ = 0.\n\n")
+             "rounds than at θ = 0; not optimal: solves that ended otherwise (60 s "
+             "limit).\n\n")
     text += C.md_table(["seed", "θ", "rounds (sum)", "ratio (geometric mean)", "fewer",
-                        "more"], summary)
+                        "more", "not optimal"], summary)
     text += "\n## Each problem's rounds\n\n"
     text += C.md_table(["seed", "problem"] + [f"θ = {t:g}" for t in thetas], detail)
     C.write(C.output_path(a), text)
