@@ -92,7 +92,8 @@ def _encode(bits, out):
 
 @numba.njit(cache=True)
 def add_into(acc, other):
-    """acc ← acc + other modulo 2²⁵⁶, entry by entry (both ``(n, 4)`` uint64)."""
+    """acc ← acc + other modulo 2²⁵⁶, entry by entry (``(n, 4)`` uint64; ``other``'s
+    first n entries where it has more)."""
     for i in range(acc.shape[0]):
         carry = np.uint64(0)
         for j in range(4):

@@ -32,12 +32,16 @@ def test_exact_for_one_party_in_the_top_bin_and_zero_for_zeros():
     assert largest(summed([3e-7, 1e-9, 0.0])) == pytest.approx(3e-7, rel=1e-14)
     assert largest(summed([0.0, 0.0])) == 0.0
     assert largest(summed([2.0 ** -70])) >= 2.0 ** -70        # below the range: bounded
-    assert largest(summed([2.0 ** (HIGH + 3)])) == pytest.approx(2.0 ** (HIGH + 3))
+    assert largest(summed([2.0 ** (HIGH + 1.5)])) == pytest.approx(2.0 ** (HIGH + 1.5))
 
 
 def test_a_power_of_two_and_the_edges():
+    """Powers of two and the values beside a bin's edges (a bin's bottom: the power
+    2⁻⁶⁴, the least precise in the ring) come back to 1e-14."""
+    edge = 2.0 ** (LOW + 5 * WIDTH)
     for r in (1.0, 0.5, 0.25, 0.125, 2.0 ** LOW, 2.0 ** (LOW + 1), 2.0 ** HIGH,
-              np.nextafter(1.0, 2.0), np.nextafter(0.125, 0.0)):
+              np.nextafter(1.0, 2.0), np.nextafter(0.125, 0.0), edge,
+              np.nextafter(edge, 0.0), np.nextafter(edge, np.inf), 1.000000001 * edge):
         assert largest(summed([r])) == pytest.approx(r, rel=1e-14)
         assert largest(summed([r])) >= r
 
@@ -45,4 +49,4 @@ def test_a_power_of_two_and_the_edges():
 def test_a_value_that_is_not_finite_or_too_large_gives_nan():
     assert np.isnan(largest(summed([1.0, np.inf])))
     assert np.isnan(largest(summed([1.0, np.nan])))
-    assert np.isnan(largest(summed([2.0 ** (HIGH + 7)])))     # (r/2^HIGH)^16 overflows
+    assert np.isnan(largest(summed([2.0 ** (HIGH + 2)])))     # (r/2ᶜ)^16 overflows

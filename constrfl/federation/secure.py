@@ -28,6 +28,8 @@ X25519, HKDF and AES; nothing here is hand-written cryptography.
 """
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 
@@ -43,6 +45,9 @@ PAIR_KEY_BYTES = 16             # a pair key: AES-128
 #: most this many bytes, when at least AHEAD_LEAST fit (:meth:`Masks.mask_into`)
 AHEAD_MESSAGES, AHEAD_BYTES, AHEAD_LEAST = 64, 1 << 16, 8
 _INFO = b"constrfl secure sum v1"
+#: :meth:`Masks.streams`' working memory, shared by the clients of a thread (in one
+#: process they take turns: one buffer stays in cache where one each would not)
+_WORKING = threading.local()
 
 
 def _crypto():
@@ -144,7 +149,6 @@ class Masks:
         self.blocks = {}            # j -> the AES context under kᵢⱼ
         self.everyone = None        # the pairs of a round to every client (see pairs)
         self.ahead = 0, None        # the masks computed ahead: first message, the masks
-        self.scratch = np.empty(0, dtype=np.uint8)      # streams' working memory
 
     def pair_key(self, j):
         """kᵢⱼ: HKDF-SHA256 of the X25519 secret shared with client j."""
@@ -182,10 +186,14 @@ class Masks:
         blocks, plus = self.pairs(cohort)
         size = count * entries * RING_BYTES
         need = (len(blocks) + 1) * size + 16                       # (update_into's slack)
-        if self.scratch.size < need:           # (kept: fresh pages cost more than AES)
-            self.scratch = np.empty(need, dtype=np.uint8)
-        counters, raw = self.scratch[:size], self.scratch[size:need]
-        _counters(counters.view(np.uint64).reshape(count, -1, 2), seq, 2 * start)
+        memory = getattr(_WORKING, "memory", None)
+        if memory is None or memory.size < need:  # (kept: fresh pages cost more than AES)
+            memory = _WORKING.memory = np.empty(need, dtype=np.uint8)
+            _WORKING.counters = None
+        counters, raw = memory[:size], memory[size:need]
+        if _WORKING.counters != (seq, count, entries, start):  # (another client's, kept)
+            _counters(counters.view(np.uint64).reshape(count, -1, 2), seq, 2 * start)
+            _WORKING.counters = seq, count, entries, start
         for k, block in enumerate(blocks):
             block.update_into(counters, raw[k * size:])
         out = np.zeros((count * entries, LIMBS), dtype=np.uint64) if into is None else into
@@ -214,16 +222,18 @@ class Masks:
             self.streams(seq, 1, entries, cohort, into=sums)
             return sums
         first, ahead = self.ahead
-        if ahead is None or not first <= seq < first + len(ahead):
+        if ahead is None or not 0 <= seq - first < ahead.shape[0]:
             count = min(AHEAD_MESSAGES, AHEAD_BYTES // (entries * RING_BYTES))
             if count < AHEAD_LEAST:
                 self.streams(seq, 1, entries, None, into=sums)
                 return sums
             self.ahead = first, ahead = seq, self.streams(seq, count, entries, None)
-        width = min(entries, ahead.shape[1])
-        add_into(sums[:width], ahead[seq - first, :width])
-        if entries > width:
-            self.streams(seq, 1, entries - width, None, into=sums[width:], start=width)
+        width = ahead.shape[1]
+        if entries <= width:
+            add_into(sums, ahead[seq - first])          # (its first entries)
+            return sums
+        add_into(sums[:width], ahead[seq - first])
+        self.streams(seq, 1, entries - width, None, into=sums[width:], start=width)
         return sums
 
 
