@@ -109,7 +109,7 @@ def combine(sums, regularizer, w, atol=0.0, parties=1):
     ``parties`` parties: stationarity dist∞(0, Σᵢ(∇fᵢ + ∇cᵢμᵢ + ∇hᵢνᵢ) + ∂P(w)); the
     other residuals upper bounds of the largest over every constraint row of every party
     (:func:`~constrfl.maxima.largest`: exact when one party holds the largest in its
-    bin of three octaves), so a residual within tol certifies the ∞-norm; the scales
+    bin of eight octaves), so a residual within tol certifies the ∞-norm; the scales
     S₁ = max(‖Σ∇fᵢ‖∞, ‖Σ(∇cᵢμᵢ + ∇hᵢνᵢ)‖∞) and S₂ ≥ a lower bound of the largest
     |∇gⱼᵀw|, |gⱼ − ∇gⱼᵀw| (:func:`~constrfl.maxima.least_largest`: a relative tolerance
     never looser than with the exact S₂); and F(w) = Σᵢ fᵢ(w) + P(w)."""

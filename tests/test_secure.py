@@ -239,22 +239,27 @@ def test_an_upload_of_no_entries_is_sent_as_it_is():
 def test_the_mask_stream_is_the_librarys_aes_ctr():
     """PRGᵢⱼ(seq) is AES-128-CTR under the pair's key with the counter starting at
     seq·2⁶⁴, as the library's own CTR mode computes it, bit for bit (the per-pair AES
-    contexts and the masks computed ahead are kept only for speed): client 0's mask is
-    the sum of its pairs' streams (both above it), message after message."""
+    contexts, the masks computed ahead and the AES counters shared with the other
+    clients of the thread are kept only for speed): client 0's mask is the sum of its
+    pairs' streams (both above it), message after message, each computed right after
+    client 2's of the same message (whose counters it takes)."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-    masks = clients_masks()[0]
+    masks, _, other = clients_masks()
     assert masks.index == 0
     # a batch computed ahead (9 entries) whose messages take their masks' start from it,
     # the longer ones (30, 300) computing the rest alone; a new batch at a far message
-    # number; past it a message too long to batch (300: computed alone)
+    # number; past it two messages too long to batch (300: computed alone), one after
+    # the other
     for seq, entries in [(1, 9), (2, 9), (3, 30), (4, 1), (5, 300), (6, 9),
-                         (2 ** 40 + 3, 9), (2 ** 40 + 4, 20), (2 ** 40 + 300, 300)]:
+                         (2 ** 40 + 3, 9), (2 ** 40 + 4, 20), (2 ** 40 + 300, 300),
+                         (2 ** 40 + 301, 300)]:
         nonce = seq.to_bytes(8, "big") + bytes(8)
         expected = np.zeros((entries, 4), dtype=np.uint64)
         for j in (1, 2):
             ctr = Cipher(algorithms.AES(masks.pair_key(j)), modes.CTR(nonce)).encryptor()
             add_into(expected, np.frombuffer(ctr.update(bytes(32 * entries)),
                                              np.uint64).reshape(entries, 4).copy())
+        mask_of(other, seq, entries)
         assert mask_of(masks, seq, entries).tobytes() == expected.tobytes()
 
 
