@@ -109,10 +109,11 @@ class Party:
         return (not self.constraints
                 and (self.objective is None or self.objective.quadratic))
 
-    @property
+    @functools.cached_property
     def convex_curved_inequalities(self):
         """True when the inequalities are convex and some is not affine (its ∇²cⱼ ⪰ 0
-        enters the AL's Hessian)."""
+        enters the AL's Hessian); asked at every evaluation, so kept (the functions are
+        fixed once the party is built, as for :attr:`stacked`)."""
         return (all(c.is_convex for c in self.constraints)
                 and any(not c.is_affine for c in self.constraints))
 

@@ -70,11 +70,9 @@ def aggregate(message_type, replies, masked=()):
             raise ValueError(f"secure sum refused: the uploads of {missing} are missing "
                              "(the masks cancel only in the sum of every client's)")
         layouts = [replies[n].get(LAYOUT) for n in masked]
-        odd = ()
-        if layouts.count(layouts[0]) < len(layouts):
+        if len(set(layouts)) > 1:
             common = Counter(layouts).most_common(1)[0][0]  # (ties: the first seen)
             odd = [n for n, lay in zip(masked, layouts) if lay != common]
-        if odd:
             raise PartyError(st.CLIENT_ERROR, f"reply to {message_type!r}",
                              f"its fields {replies[odd[0]].get(LAYOUT)!r} differ from the "
                              f"other clients' {common!r} (a secure sum needs one layout)"
