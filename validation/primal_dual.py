@@ -31,7 +31,7 @@ from constrfl.problems.partition import stratified_split          # noqa: E402
 
 
 def problems(seed, count):
-    """``[(label, problem)]`` of one sweep."""
+    """The problems of one sweep."""
     from sklearn.datasets import make_classification
     rng = np.random.default_rng(seed)
     out = []
@@ -44,7 +44,7 @@ def problems(seed, count):
             warnings.simplefilter("ignore")        # (unscaled features: as drawn)
             problem = neyman_pearson(X, y, stratified_split(y, n, seed=0), r,
                                      regularizer=cf.prox.SquaredL2(1e-3))
-        out.append((f"n={n}, {rows} rows, d={d}, r={r}", problem))
+        out.append(problem)
     return out
 
 
@@ -71,7 +71,7 @@ def main():
     t0 = time.perf_counter()
     summary, detail = [], []
     for seed in seeds:
-        runs = [[solve(problem, t) for t in thetas] for _, problem in problems(seed, a.problems)]
+        runs = [[solve(problem, t) for t in thetas] for problem in problems(seed, a.problems)]
         found = np.array([[r for r, _ in row] for row in runs], dtype=float)
         unsolved = [sum(row[j][1] != "optimal" for row in runs) for j in range(len(thetas))]
         base = found[:, 0]
