@@ -26,8 +26,6 @@ scalar.  The kernels are compiled once (numba, ``cache=True``).
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -140,9 +138,24 @@ def add_signed_into(acc, terms, plus):
             c = carries[4 * i + j] + up
 
 
+@numba.njit(cache=True, inline="always")
+def _highest_bit(v):
+    """The index of the highest set bit of a nonzero uint64 (a binary search)."""
+    h = 0
+    for width in (32, 16, 8, 4, 2, 1):
+        if (v >> np.uint64(width)) != np.uint64(0):
+            v >>= np.uint64(width)
+            h += width
+    return h
+
+
 @numba.njit(cache=True)
 def _decode(T, out):
+    """Each entry of ``out`` (float64 *bits*, uint64) from the total T (module
+    docstring); the number of flagged entries."""
     mask40 = (np.uint64(1) << np.uint64(40)) - np.uint64(1)
+    frac_mask = (np.uint64(1) << np.uint64(52)) - np.uint64(1)
+    nan = np.uint64(0x7FF8000000000000)
     flagged = 0
     mag = np.zeros(4, dtype=np.uint64)
     for i in range(T.shape[0]):
@@ -150,7 +163,7 @@ def _decode(T, out):
         negative = ((T[i, 3] >> np.uint64(39)) & np.uint64(1)) == np.uint64(1)
         count = ((top + np.uint64(1)) if negative else top) & np.uint64(0xFFFFFF)
         if count != 0:
-            out[i] = np.nan
+            out[i] = nan
             flagged += 1
             continue
         for j in range(3):
@@ -169,12 +182,10 @@ def _decode(T, out):
                 top_limb = j
                 break
         if top_limb < 0:
-            out[i] = 0.0
+            out[i] = 0
             continue
         hi = mag[top_limb]
-        h = 63
-        while (hi >> np.uint64(h)) == np.uint64(0):
-            h -= 1
+        h = _highest_bit(hi)
         B = 64 * top_limb + h                         # the highest set bit
         # the 64 bits [B−63, B] into W, and whether any bit below them is set
         sh = 63 - h
@@ -195,8 +206,11 @@ def _decode(T, out):
         half = np.uint64(0x400)
         if rest > half or (rest == half and (sticky or (mant & np.uint64(1)) == 1)):
             mant += np.uint64(1)
-        value = math.ldexp(float(mant), B - 52 - 112)
-        out[i] = -value if negative else value
+        # the float64 of mant·2^(B − 164) from its bits (B ≥ 0: always normal); a
+        # significand rounded up to 2⁵³ carries into the exponent
+        exponent = np.uint64(B + 911) + (mant >> np.uint64(53))
+        out[i] = ((np.uint64(negative) << np.uint64(63)) | (exponent << np.uint64(52))
+                  | (mant & frac_mask))
     return flagged
 
 
@@ -217,7 +231,7 @@ def decode(total):
     T = np.ascontiguousarray(total, dtype=np.uint64)
     flat = T.reshape(-1, LIMBS)
     out = np.empty(flat.shape[0])
-    _decode(flat, out)
+    _decode(flat, out.view(np.uint64))
     return float(out[0]) if T.ndim == 1 else out
 
 

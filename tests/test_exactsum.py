@@ -60,6 +60,9 @@ def test_scalars_and_ties_round_to_even():
     assert decode(exact_sum([encode(1.0 + 2.0 ** -52), encode(half_ulp)])) == 1.0 + 2.0 ** -51
     assert decode(exact_sum([encode(1.0), encode(half_ulp), encode(2.0 ** -100)])) \
         == 1.0 + 2.0 ** -52                       # a sticky bit below the tie rounds up
+    # an odd significand of all ones rounds up into the next binade (the exponent's carry)
+    assert decode(exact_sum([encode(2.0 - 2.0 ** -52), encode(half_ulp)])) == 2.0
+    assert decode(exact_sum([encode(-(2.0 - 2.0 ** -52)), encode(-half_ulp)])) == -2.0
     assert isinstance(decode(encode(0.25)), float)
 
 
