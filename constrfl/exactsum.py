@@ -44,48 +44,58 @@ LIMIT = 2.0 ** (FLAG_BIT - 1 - 24 - FRACTION)
 _FLAG_LIMB, _FLAG_SHIFT = divmod(FLAG_BIT, 64)        # limb 3, bit 40
 
 
-@numba.njit(cache=True, inline="always")
-def _negate(out, i):
-    """out[i] ← −out[i] modulo 2²⁵⁶ (two's complement)."""
-    carry = np.uint64(1)
-    for j in range(4):
-        v = ~out[i, j] + carry
-        carry = np.uint64(1) if (carry == 1 and v == 0) else np.uint64(0)
-        out[i, j] = v
-
-
 @numba.njit(cache=True)
 def _encode(bits, out):
     """E of each float64, read from its bits: x = M·2^(b − 1075), M the 53-bit
-    significand, b the biased exponent (b = 0: subnormal, far below the resolution)."""
-    one = np.uint64(1)
+    significand, b the biased exponent (b = 0: subnormal, far below the resolution).
+    A negative x's limbs are negated without a branch (two's complement: each limb
+    XOR the sign's mask, plus the carry), as the signs of a sum's entries are random."""
+    one, zero = np.uint64(1), np.uint64(0)
     frac_mask = (one << np.uint64(52)) - one
     for i in range(bits.size):
         b = np.int64((bits[i] >> np.uint64(52)) & np.uint64(0x7FF))
         if b >= 1023 + 95:                           # NaN, inf, |x| ≥ LIMIT: flagged
+            out[i, 0] = out[i, 1] = out[i, 2] = zero
             out[i, 3] = one << np.uint64(40)
             continue
-        if b == 0:                                   # zero or subnormal: rounds to 0
-            continue
+        l0 = l1 = l2 = l3 = zero                     # |E|, least significant first
         M = (bits[i] & frac_mask) | (one << np.uint64(52))
         s = b - 1075 + 112                           # E = M·2^s
-        if s < 0:                                    # below the resolution: round
+        if b == 0:                                   # zero or subnormal: rounds to 0
+            pass
+        elif s < 0:                                  # below the resolution: round
             k = -s
-            if k > 53:
-                continue
-            q = M >> np.uint64(k)
-            rem = M - (q << np.uint64(k))
-            half = one << np.uint64(k - 1)
-            if rem > half or (rem == half and (q & one) == one):
-                q += one
-            out[i, 0] = q
+            if k <= 53:
+                q = M >> np.uint64(k)
+                rem = M - (q << np.uint64(k))
+                half = one << np.uint64(k - 1)
+                if rem > half or (rem == half and (q & one) == one):
+                    q += one
+                l0 = q
         else:
             limb, off = s // 64, s % 64
-            out[i, limb] = M << np.uint64(off)
-            if off > 11 and limb < 3:                # the bits past this limb
-                out[i, limb + 1] = M >> np.uint64(64 - off)
-        if (bits[i] >> np.uint64(63)) == one:
-            _negate(out, i)
+            low = M << np.uint64(off)
+            high = M >> np.uint64(64 - off) if off > 11 else zero   # the bits past it
+            if limb == 0:
+                l0, l1 = low, high
+            elif limb == 1:
+                l1, l2 = low, high
+            elif limb == 2:
+                l2, l3 = low, high
+            else:
+                l3 = low
+        sign = bits[i] >> np.uint64(63)              # 1: negative
+        mask = zero - sign
+        t = (l0 ^ mask) + sign
+        carry = np.uint64(t < sign)
+        out[i, 0] = t
+        t = (l1 ^ mask) + carry
+        carry = np.uint64(t < carry)
+        out[i, 1] = t
+        t = (l2 ^ mask) + carry
+        carry = np.uint64(t < carry)
+        out[i, 2] = t
+        out[i, 3] = (l3 ^ mask) + carry
 
 
 @numba.njit(cache=True)
@@ -219,7 +229,7 @@ def encode(x):
     uint64."""
     scalar = np.ndim(x) == 0
     flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
-    out = np.zeros((flat.size, LIMBS), dtype=np.uint64)
+    out = np.empty((flat.size, LIMBS), dtype=np.uint64)
     _encode(flat.view(np.uint64), out)
     return out[0] if scalar else out
 

@@ -597,6 +597,22 @@ def _max_abs(g):
 
 
 @numba.njit(cache=True)
+def cg_step(d, r, p, Hp, alpha):
+    """One conjugate-gradient update in place: d ← d + αp, r ← r − αHp (each entry's
+    product rounded, then the sum: NumPy's ``d += alpha * p`` bit for bit, one pass)."""
+    for a in range(d.shape[0]):
+        d[a] += alpha * p[a]
+        r[a] -= alpha * Hp[a]
+
+
+@numba.njit(cache=True)
+def cg_direction_update(p, r, beta):
+    """p ← βp + r in place (NumPy's ``p *= beta; p += r`` bit for bit, one pass)."""
+    for a in range(p.shape[0]):
+        p[a] = p[a] * beta + r[a]
+
+
+@numba.njit(cache=True)
 def metric_times(rho, J, x):
     """(ρI + JᵀJ)x."""
     out = rho * x

@@ -147,13 +147,11 @@ def cg_direction(product, g, max_iter=CG_MAX_ITER):
         if not pHp > 0:
             break
         alpha = rr / pHp
-        d += alpha * p
-        r -= alpha * Hp
+        kernels.cg_step(d, r, p, Hp, alpha)
         rr, rr_old = float(r @ r), rr
         if math.sqrt(rr) <= tol:
             break
-        p *= rr / rr_old
-        p += r
+        kernels.cg_direction_update(p, r, rr / rr_old)
     return d if d.any() else -g
 
 
