@@ -336,3 +336,20 @@ def test_metric_times():
     J = np.random.default_rng(0).standard_normal((2, 3))
     assert np.allclose(K.metric_times(0.3, J, x), (0.3 * np.eye(3) + J.T @ J) @ x,
                        rtol=0, atol=1e-14)
+
+
+def test_compiled_cg_updates_are_numpys_bit_for_bit():
+    """K.cg_step and cg_direction_update round as NumPy's d += αp, r −= αHp and
+    p *= β; p += r do (a product, then a sum: no fused multiply-add)."""
+    rng = np.random.default_rng(4)
+    d, r, p, Hp = (rng.standard_normal(100_000) * 10.0 ** rng.uniform(-3, 3, 100_000)
+                   for _ in range(4))
+    alpha, beta = 0.7306, 1.9113
+    d1, r1, p1 = d.copy(), r.copy(), p.copy()
+    d1 += alpha * p1
+    r1 -= alpha * Hp
+    p1 *= beta
+    p1 += r1
+    K.cg_step(d, r, p, Hp, alpha)
+    K.cg_direction_update(p, r, beta)
+    assert (d.tobytes(), r.tobytes(), p.tobytes()) == (d1.tobytes(), r1.tobytes(), p1.tobytes())

@@ -69,6 +69,17 @@ def test_hessian_operator_is_the_hessian(name, objective):
                                    atol=1e-13)
 
 
+def test_one_constraint_rows_product_has_numpys_bits():
+    """StackedRows.hessian_times adds one active row's multiple s·L₀: the bits of NumPy's
+    Xᵀdiag(ω)Xv + Lᵀ(Lv) (one product an entry), which the ADMM's rounds depend on."""
+    stacked = parties()["neyman-pearson"].stacked
+    w, v = rng.standard_normal(d), rng.standard_normal(d)
+    omega, L = stacked.hessian_weights(w, 3.0, np.array([50.0]))
+    assert L.shape[0] == 1
+    numpy_form = K.gram_times(stacked.X, omega, v) + L.T @ (L @ v)
+    assert stacked.hessian_times(omega, L, v).tobytes() == numpy_form.tobytes()
+
+
 @pytest.mark.parametrize("name", list(parties()))
 @pytest.mark.parametrize("objective", [True, False])
 def test_one_pass_equals_function_by_function(name, objective):
