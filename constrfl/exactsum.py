@@ -41,8 +41,6 @@ MAX_ADDENDS = 2 ** 24 - 1      # the flag count's capacity (bits FLAG_BIT..255)
 #: that MAX_ADDENDS of them sum below 2^(FLAG_BIT − 1)
 LIMIT = 2.0 ** (FLAG_BIT - 1 - 24 - FRACTION)
 
-_FLAG_LIMB, _FLAG_SHIFT = divmod(FLAG_BIT, 64)        # limb 3, bit 40
-
 
 @numba.njit(cache=True)
 def _encode(bits, out):
@@ -54,7 +52,7 @@ def _encode(bits, out):
     frac_mask = (one << np.uint64(52)) - one
     for i in range(bits.size):
         b = np.int64((bits[i] >> np.uint64(52)) & np.uint64(0x7FF))
-        if b >= 1023 + 95:                           # NaN, inf, |x| ≥ LIMIT: flagged
+        if b >= 1023 + 95:         # NaN, inf, |x| ≥ LIMIT: 2^FLAG_BIT (limb 3, bit 40)
             out[i, 0] = out[i, 1] = out[i, 2] = zero
             out[i, 3] = one << np.uint64(40)
             continue

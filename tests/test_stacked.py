@@ -70,8 +70,9 @@ def test_hessian_operator_is_the_hessian(name, objective):
 
 
 def test_one_constraint_rows_product_has_numpys_bits():
-    """StackedRows.hessian_times adds one active row's multiple s·L₀: the bits of NumPy's
-    Xᵀdiag(ω)Xv + Lᵀ(Lv) (one product an entry), which the ADMM's rounds depend on."""
+    """StackedRows.hessian_times adds Lᵀ(Lv) a row at a time: with one active row the bits
+    of NumPy's Xᵀdiag(ω)Xv + Lᵀ(Lv) (one product an entry), which the ADMM's rounds
+    depend on."""
     stacked = parties()["neyman-pearson"].stacked
     w, v = rng.standard_normal(d), rng.standard_normal(d)
     omega, L = stacked.hessian_weights(w, 3.0, np.array([50.0]))
