@@ -50,11 +50,13 @@ Newton methods' acceptance test :func:`step_accepted` and :data:`ARMIJO`, which 
 Python solvers import through :mod:`constrfl.block`).
 """
 import math
+import warnings
 from typing import NamedTuple
 
 import numba
 import numpy as np
 from numba.core import types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
 #: Armijo's sufficient-decrease constant of the Newton methods' step acceptance
@@ -104,6 +106,16 @@ class CSR(NamedTuple):
 # A dense row is X[j], a 1-D array; a CSR row is (indices, data, lo, hi), its
 # entries being k in range(lo, hi): the whole arrays and bounds, since slicing
 # them per row costs ~15 ns a row (2x on value_grad at d = 10).
+# numba's IR inliner, inlining `_dot` twice into one kernel, leaves the loop's accumulator
+# outside the caller's scope, and a pedantic SSA check warns at the first compile ("This
+# warning came from an internal pedantic check. Please report ...": numba#9489, #8130).
+# The check is bookkeeping; the compiled code is right (tests/test_kernels.py holds the
+# kernels to NumPy's results).  Silenced for this helper's variables only, so that a
+# user's first run shows no report request that is not theirs to make.
+warnings.filterwarnings("ignore", message=r"variable '_(dense|csr)_dot_v\d+_",
+                        category=NumbaIRAssumptionWarning)
+
+
 def _by_layout(dense, csr, on=0):
     """A jit-only helper that runs `dense` if its argument number `on` is an
     array (a dense matrix or row) and `csr` otherwise, chosen at compile time
