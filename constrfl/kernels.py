@@ -111,9 +111,10 @@ class CSR(NamedTuple):
 # warning came from an internal pedantic check. Please report ...": numba#9489, #8130).
 # The check is bookkeeping; the compiled code is right (tests/test_kernels.py holds the
 # kernels to NumPy's results).  Silenced for this helper's variables only, so that a
-# user's first run shows no report request that is not theirs to make.
-warnings.filterwarnings("ignore", message=r"variable '_(dense|csr)_dot_v\d+_",
-                        category=NumbaIRAssumptionWarning)
+# user's first run shows no report request that is not theirs to make (tests/conftest.py
+# gives pytest the same filter, which its per-test warning capture would drop).
+INLINER_WARNING = r"variable '_(dense|csr)_dot_v\d+_"
+warnings.filterwarnings("ignore", message=INLINER_WARNING, category=NumbaIRAssumptionWarning)
 
 
 def _by_layout(dense, csr, on=0):

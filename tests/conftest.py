@@ -7,6 +7,14 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def pytest_configure(config):
+    """The kernels' filter of numba's inliner warning (constrfl/kernels.py), for every
+    test: pytest's per-test warning capture drops a filter set at import."""
+    from constrfl.kernels import INLINER_WARNING
+    config.addinivalue_line(
+        "filterwarnings", f"ignore:{INLINER_WARNING}:numba.core.errors.NumbaIRAssumptionWarning")
+
+
 def data_root():
     """``$CONSTRFL_DATA`` if set, else ``../shared/data`` beside the repository."""
     root = Path(os.environ.get("CONSTRFL_DATA", SHARED_DATA))
