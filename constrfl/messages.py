@@ -71,14 +71,14 @@ KKT_SHARE = {"lagrangian_grad": SUM, "objective_grad": SUM, "objective": SUM,
              "feasibility_max": SUM, "complementarity_max": SUM, "definition1_max": SUM,
              "linear_max": SUM, "offset_max": SUM}
 #: what ``newton.eval`` and ``feas.eval`` evaluate (the compact Hessians: disclosed)
-_EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "no_hessian": SUM, "core": DISCLOSED,
-               "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
-_EVAL_PAYLOAD = "w order x t basis models"
+_EVALUATION = {"values": SUM, "grad": SUM, "hess": SUM, "no_hessian": SUM, "hv": SUM,
+               "core": DISCLOSED, "models": DISCLOSED, "gram": DISCLOSED, "lowrank": DISCLOSED}
+_EVAL_PAYLOAD = "w order x t v basis models"
 #: the next subproblem's first evaluation, taken ahead on a subproblem's last trial
 #: (``newton.eval`` with ``next_beta``: docs/algorithms.md §3, "The next start ahead"):
 #: the start round's evaluation fields under this prefix
 NEXT = "next_"
-_NEXT_START = {NEXT + k: SUM for k in ("values", "grad", "hess", "no_hessian")}
+_NEXT_START = {NEXT + k: SUM for k in ("values", "grad", "hess", "no_hessian", "hv")}
 _TRAIN_PAYLOAD = "x n_clients penalty_weight batch_size seed steps lr round"
 
 

@@ -51,8 +51,8 @@ AUTO_NEWTON_MAX_DIM = 500
 #: ... and, where P is smooth and only sums may leave the parties (where the alternative
 #: is Newton-CG), up to this one (64 MB a client and round; measured: NP dense
 #: d = 1,000, 20 × 200 rows, ridge 1e-3: 18 rounds, 8.8 s, where Newton-CG took 207 rounds,
-#: 113 with its Nyström preconditioner (:data:`~constrfl.solvers.newton.SKETCH_AFTER`);
-#: d = 2,000: 32 rounds, 60 s, 1.8 GB, where Newton-CG took 892 rounds, 40 s, now 259)
+#: 29 with its recycled directions (docs/algorithms.md (R1)–(R3)); d = 2,000: 32 rounds,
+#: 60 s, 1.8 GB, where Newton-CG took 892 rounds, 40 s, now 72)
 AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
 #: one (64 MB a client and round; above d = 1,000 the step takes a forcing sequence,

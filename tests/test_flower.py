@@ -156,24 +156,24 @@ def test_simulate_equals_solve_bit_for_bit(problem, case):
         assert got.status == "optimal"
 
 
-def test_a_sketching_newton_cg_equals_solve_bit_for_bit(monkeypatch):
-    """Newton-CG's sketch rounds (a block of products in ``newton.hvp``, here after every
-    CG solve) cross Flower's codec and the secure sum as any product does."""
+def test_a_recycling_newton_cg_equals_solve_bit_for_bit(monkeypatch):
+    """Newton-CG's recycled directions (a block in ``newton.eval``, their products a sum
+    field of its reply) and its blocks of products cross Flower's codec and the secure
+    sum as any field does."""
     from constrfl.federation import base
-    from constrfl.solvers import newton
-    for name, value in [("SKETCH_AFTER", 0), ("SKETCH_SIZE", 12), ("SKETCH_MIN_SIZE", 4)]:
-        monkeypatch.setattr(newton, name, value)
-    sketches, broadcast = [], base.Federation.broadcast
+    blocks, broadcast = [], base.Federation.broadcast
 
     def spy(self, kind, payload, *args, **kwargs):
-        sketches.append(kind == M.NEWTON_HVP and payload["v"].size > payload["w"].size)
+        if "v" in payload:
+            blocks.append((kind, payload["v"].size // payload["w"].size))
         return broadcast(self, kind, payload, *args, **kwargs)
     monkeypatch.setattr(base.Federation, "broadcast", spy)
     _, prob = wide_np()
     expected = deployed(prob, tol=1e-6, inner="newton-cg")
-    del sketches[:]
+    del blocks[:]
     got = simulate(prob, tol=1e-6, inner="newton-cg")
-    assert any(sketches)                       # the deployment sketched
+    assert any(kind != M.NEWTON_HVP and size > 1 for kind, size in blocks)  # recycled
+    assert any(kind == M.NEWTON_HVP and size > 1 for kind, size in blocks)  # a block
     assert_same(expected, got)
     assert got.status == "optimal"
 

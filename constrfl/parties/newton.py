@@ -28,7 +28,8 @@ def _evaluate(term, msg, ctx):
     """A ``newton.eval``-shaped reply: the term's values at the trial points, gradient
     and Hessian (upper triangle, and ``no_hessian``: 1 for a party that has none) at
     the first one, as ``msg["order"]`` asks (with the primal-dual weights (N3) about
-    the step's start ``x`` on a line-search round); with
+    the step's start ``x`` on a line-search round), and with ``v`` (Newton-CG's
+    recycled directions, a block) the Hessian's products with them there (``hv``); with
     ``basis`` the Hessian in its compact form where the party has one: its core in the
     row basis (B1), or its sparse entries and constraint rows (B4)."""
     order, w = msg["order"], msg["w"]
@@ -50,6 +51,8 @@ def _evaluate(term, msg, ctx):
     reply = {"values": np.append(val, term.values(trial_steps(msg)))}
     if order >= 1:
         reply["grad"] = g
+    if "v" in msg:                  # the recycled directions' products at w (R1)
+        reply["hv"] = _products(term, w, msg["v"])
     if compact is not None:
         reply.update(compact)
     elif order >= 2:
@@ -89,7 +92,8 @@ def newton_eval(msg, state, ctx):
         state = dict(state, **reported)
         if "next_beta" in msg:
             first = _evaluate(AugmentedTerm(ctx.party, msg["next_beta"], mu, nu),
-                              {"w": w, "order": msg["order"]}, ctx)
+                              {"w": w, "order": msg["order"],
+                               **({"v": msg["v"]} if "v" in msg else {})}, ctx)
             reply.update({NEXT + k: v for k, v in first.items()})
             state = take_ahead(state, w, mu, nu, msg["next_beta"], msg["subproblem"])
     return reply, state
@@ -98,19 +102,23 @@ def newton_eval(msg, state, ctx):
 @handles(M.NEWTON_HVP)
 def newton_hvp(msg, state, ctx):
     """The party's Hessian (of its AL term, or with ``violation`` of its violation term)
-    at w times v; by a finite difference of its own gradients where a function has no
-    Hessian."""
+    at w times v, or times each row of a block v (:func:`_products`)."""
     term = (_violation_term(ctx.party) if msg.get("violation")
             else al_term(state, ctx.party))
-    w, v = msg["w"], msg["v"]
+    return {"hv": _products(term, msg["w"], msg["v"])}, state
+
+
+def _products(term, w, v):
+    """∇²term(w) times v, or times each row of a block ``v`` (m·d floats, one vector a
+    row), flat; by finite differences of the term's gradients where it has no Hessian."""
     if v.size == w.size:
         Hv = term.hessvec(w, v)
-        return {"hv": _difference(term, w, v) if Hv is None else Hv}, state
-    V = v.reshape(-1, w.size)           # a block of vectors, one a row (a sketch)
+        return _difference(term, w, v) if Hv is None else Hv
+    V = v.reshape(-1, w.size)
     HV = term.hessvecs(w, V)
     if HV is None:
         HV = np.array([_difference(term, w, u) for u in V])
-    return {"hv": HV.ravel()}, state
+    return HV.ravel()
 
 
 def _difference(term, w, v):

@@ -25,10 +25,12 @@ cProx-AL (Algorithm 3) runs the same code on the pooled problem: a federation th
 no traffic, one trial per round.
 
 Newton-CG (``inner="newton-cg"``, a smooth P): no Hessians travel; the Newton direction
-is found by conjugate gradients, one round per Hessian-vector product (d floats up per
-party), truncated by a forcing term (:meth:`Newton._cg`), preconditioned once CG takes
-long by the Nyström approximation of a sketch Σᵢ∇²ALᵢΩ, a round of m products
-(:mod:`.sketch`, docs/algorithms.md (N1)–(N2)).  For large d.
+is the Galerkin step on the directions whose Hessian products the server holds, a block
+of up to m new ones a round (m·d floats up a party), to a forcing term
+(:meth:`Newton._krylov`, docs/algorithms.md (R1)–(R3)); the last solve's directions are
+recycled: each evaluation also brings the Hessian's products with them, so that a step
+whose recycled directions already meet the forcing term costs no product round.  For
+large d.
 
 Newton in the row bases (``inner="newton-basis"``, a smooth P): a party of row losses
 sends its Hessian as the r×r core of (B1) (:mod:`constrfl.rowspace`), r its number of
@@ -50,7 +52,6 @@ from ..records import saved_as
 from ..rowspace import BASIS_COLUMNS
 from ..local import accept_step, newton_direction
 from .proxstep import prox_newton_point
-from .sketch import nystrom, random_sketch
 from .subspace import BasisModel, ModelHessian
 
 __all__ = ["Newton", "NewtonState", "STALL_STEPS", "TRIAL_STEPS", "EXACT_STEP_MAX_DIM"]
@@ -84,14 +85,17 @@ MODEL_FORCING = 0.1
 #: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, in validation/results/
 #: bench_highdim_dense_l1.md)
 EXACT_STEP_MAX_DIM = 1000
-#: Newton-CG preconditions its CG by a Nyström approximation of Σᵢ∇²ALᵢ once a CG solve
-#: took more than SKETCH_AFTER products: one round, a block of SKETCH_SIZE products
-#: (fewer where d·SKETCH_SIZE passes SKETCH_MAX_ENTRIES, none below SKETCH_MIN_SIZE);
-#: measured (NP dense, 20 × 200 rows, ridge 1e-3): d = 2,000 892 -> 259 rounds, d = 5,000
-#: 1,097 -> 474 (validation/results/bench_highdim_dense.md); a sketch keeps only a step or
-#: two (right after one, CG took one product; a step later 8–26), so it is taken anew
-#: whenever CG takes long again (after 6 products instead of 4: d = 2,000 318 rounds)
-SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_000_000
+#: Newton-CG's block size m = min(BLOCK_SIZE, d, BLOCK_MAX_ENTRIES // d), at least 1:
+#: the directions recycled into each evaluation, and the most new directions a product
+#: round takes (m·d floats up a party a round: the budget of the Nyström sketch it
+#: replaced).  Measured (NP, tol 1e-6, the defaults, one process): sparse d = 20,000,
+#: m = 50: 13 rounds against 59 before (prototypes with m = 8, 16, 32: 40, 31, 17);
+#: dense d = 5,000, m = 200: 83 rounds against 472 (prototypes with m = 32, 64: 139, 89)
+#: (docs/benchmarks.md)
+BLOCK_SIZE, BLOCK_MAX_ENTRIES = 200, 1_000_000
+#: the most directions a Newton-CG solve keeps (a restart from its step beyond:
+#: KRYLOV_MAX_ENTRIES // d of them, at least 2·m)
+KRYLOV_MAX_ENTRIES = 10_000_000
 #: a trial likely ends its subproblem, and takes the next one's first evaluation ahead
 #: (docs/algorithms.md §3, "The next start ahead"), when the residual at x is within
 #: AHEAD_RESIDUAL·τ_k or the last step cut it by AHEAD_REDUCTION or more (the model is
@@ -101,17 +105,45 @@ SKETCH_AFTER, SKETCH_SIZE, SKETCH_MIN_SIZE, SKETCH_MAX_ENTRIES = 4, 200, 50, 1_0
 AHEAD_RESIDUAL, AHEAD_REDUCTION = 100.0, 1e-2
 
 
-def nystrom_solve(sketch, r, shift):
-    """P⁻¹r for the Nyström preconditioner of A + shift·I from A ≈ U diag(λ) Uᵀ
-    (:func:`~.sketch.nystrom`; Frangella, Tropp & Udell, "Randomized Nyström
-    preconditioning", SIAM J. Matrix Anal. Appl. 2023, (5.3)):
-    (λₘ + shift)·U(Λ + shift)⁻¹Uᵀr + (I − UUᵀ)r, λₘ the least λ; r itself without a
-    sketch."""
-    if sketch is None:
-        return r
-    U, lam = sketch["U"], sketch["lam"]
-    Ur = U.T @ r
-    return r + U @ ((lam[-1] + shift) / (lam + shift) * Ur - Ur)
+def block_size(d):
+    """m of :data:`BLOCK_SIZE`: Newton-CG's directions a block."""
+    return max(1, min(BLOCK_SIZE, d, BLOCK_MAX_ENTRIES // d))
+
+
+def orthonormal(vectors, W, m):
+    """Up to m orthonormal rows spanning ``vectors`` (in order) outside the row space of
+    the orthonormal W: projected off W twice as a block, then Gram–Schmidt (twice) one
+    by one against the rows kept, a vector dropped where less than 10⁻⁸ of it is new."""
+    n = W.shape[1]
+    V = np.array(vectors, dtype=np.float64).reshape(-1, n)
+    sizes = np.linalg.norm(V, axis=1)
+    for _ in range(2):
+        if W.shape[0]:
+            V = V - (V @ W.T) @ W
+    kept = np.zeros((0, n))
+    for u, size in zip(V, sizes):
+        for _ in range(2):
+            u = u - (kept @ u) @ kept
+        length = float(np.linalg.norm(u))
+        if length > 1e-8 * size:
+            kept = np.vstack([kept, u / length])
+            if kept.shape[0] == m:
+                break
+    return kept
+
+
+def galerkin(W, HW, g):
+    """``(d, r)``: the minimizer d = Wᵀc of the model gᵀd + ½dᵀHd on the row space of the
+    orthonormal W, (WHWᵀ)c = −Wg (R2), from HW (its rows' products with H; the
+    eigendecomposition of WHWᵀ without the eigenvalues below 10⁻¹² of the largest: a
+    descent step where H is indefinite), and its residual r = −g − Hd."""
+    if not W.shape[0]:
+        return np.zeros_like(g), -g
+    G = W @ HW.T
+    lam, U = np.linalg.eigh(0.5 * (G + G.T))
+    keep = lam > 1e-12 * max(float(lam[-1]), 0.0)
+    c = U[:, keep] @ ((U[:, keep].T @ -(W @ g)) / lam[keep])
+    return c @ W, -g - c @ HW
 
 
 @saved_as("newton-state")
@@ -136,9 +168,9 @@ class NewtonState:
     z: np.ndarray | None = None       # the step being tried: its full-step point,
     slope: float = 0.0                # the slope of its line search
     t: float = 1.0                    # and the next step length to try
-    cg: dict | None = None            # a running CG solve (Newton-CG)
-    cg_last: int = 0                  # the products its last solve took
-    sketch: dict | None = None        # its preconditioner: U, λ (:func:`.sketch.nystrom`)
+    cg: dict | None = None            # a running Newton-CG solve: W, HW, d, r, newest, it
+    basis: np.ndarray | None = None   # Newton-CG's directions to recycle (m × d)
+    block: dict | None = None         # and their products at x: V, HV (R1)
     mark: tuple = (np.inf, np.inf)    # (Ψ, residual) at the last clear progress,
     since: int = 0                    # and the Newton steps taken since
     subproblem: int = -1              # k of the outer loop (-1: none, e.g. cProx-AL's or
@@ -176,7 +208,7 @@ class Newton:
         self.hvp_flags = {"violation": True} if message_type == M.FEAS_EVAL else {}
 
     def start_message(self, k, beta, previous=None):
-        return {"order": self.order, **self.flags}, None
+        return {"order": self.order, **self.flags, **self._recycled(previous)}, None
 
     def begin(self, sums, wk, tau, beta, previous=None, eta=None):
         s = NewtonState(wk=wk, tau=tau, x=wk, eta=beta if eta is None else eta,
@@ -184,9 +216,15 @@ class Newton:
         if self.model is not None:
             s.bases = {} if previous is None else previous.bases
         if self.cg and previous is not None:        # the curvature changes little
-            s.cg_last, s.sketch = previous.cg_last, previous.sketch
+            s.basis = previous.basis
         self._take(s, sums, wk, hessian=self.order == 2)
         return s
+
+    def _recycled(self, s):
+        """The payload's recycled directions ``v`` (Newton-CG, once it has any) (R1)."""
+        if not self.cg or s is None or s.basis is None:
+            return {}
+        return {"v": s.basis.ravel()}
 
     # -- aggregation ----------------------------------------------------------------
     def _psi_values(self, sums, points, s):
@@ -228,6 +266,11 @@ class Newton:
             H = None
         r_before = s.r if s.g is not None else None
         s.x, s.g, s.H, s.cores, s.models = x, g, H, cores, models
+        s.block = None                  # the recycled directions' products at x (R1)
+        if "hv" in sums:
+            V = s.basis
+            s.block = {"V": V, "HV": sums["hv"].reshape(V.shape)
+                       + (1.0 / s.eta + self.ridge) * V}
         s.f = self._psi_values(sums, [x], s)[0] if f is None else f
         s.r = self.P.dist(x, g)
         if r_before:
@@ -298,7 +341,8 @@ class Newton:
                 ahead.drop()
             if s.g is None or (s.H is None and s.cores is None and not self.cg):
                 sums = self._send(fed, s, self.start_type,           # evaluate at x
-                                  {"w": s.x, "order": self.order, **self.flags, **ask})
+                                  {"w": s.x, "order": self.order, **self.flags, **ask,
+                                   **self._recycled(s)})
                 self._take(s, sums, s.x, hessian=self.order == 2)
                 if ask and kkt_met(s.x, sums):
                     return s.x, s.r <= s.tau
@@ -312,7 +356,7 @@ class Newton:
             batch = 1 if s.quasi else self.batch
             w = z if s.t == 1.0 else x + s.t * (z - x)
             msg = {"w": w, "order": 2 if batch > 1 and not self.cg else 1, **self.flags,
-                   **ask}
+                   **ask, **self._recycled(s)}
             if batch > 1:
                 msg.update(x=x, t=np.array([0.5 ** j for j in range(1, batch)]))
             taken = self._ahead(s, msg, ahead)
@@ -345,7 +389,7 @@ class Newton:
         x, g, P = s.x, s.g, self.P
         check = fed.control.check           # the model's products end at max_time
         if self.cg:
-            d = self._cg(fed, s)
+            d = self._krylov(fed, s)
         elif s.cores is not None and isinstance(P, Zero):
             d = self.model.direction({n: s.bases[n] for n in s.cores}, s.cores, s.H,
                                      1.0 / s.eta + self.ridge, g, s.models, check)
@@ -370,61 +414,47 @@ class Newton:
             raise NonFiniteIterate("non-finite Newton step")
         return x + d, float(g @ d)
 
-    def _cg(self, fed, s):
-        """Preconditioned conjugate gradients on (∇²ψ) d = −g, one round per
-        Hessian-vector product (each party's ∇²ALᵢ(x)v; the server adds (1/η + λ)v),
-        stopped at a residual ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton,
-        Nocedal & Wright §7.1) or ``max_cg`` products.  The preconditioner is the
-        Nyström approximation of Σᵢ∇²ALᵢ from a sketch (:meth:`_sketch`) with the
-        shift's least entry, taken anew when the last solve took more than
-        ``SKETCH_AFTER`` products; none before (plain CG).  Its state lives in ``s.cg``
-        between rounds."""
-        g = s.g
+    def _krylov(self, fed, s):
+        """The Newton direction from Hessian products (docs/algorithms.md (R1)–(R3)):
+        the Galerkin step on every direction W whose product at x the server holds
+        (:func:`galerkin`), first the recycled block (its products came with x's
+        evaluation, (R1)), then blocks of up to m new directions a round — the residual
+        r = −g − Hd and the images of the newest block, orthonormalized against W
+        (:func:`orthonormal`; without a recycled block, the Krylov space of g: CG's) —
+        until ‖r‖ ≤ min(½, √‖g‖)·‖g‖ (a forcing term: truncated Newton, Nocedal &
+        Wright §7.1) or ``max_cg`` product rounds.  Each party sends ∇²ALᵢ(x) times a
+        block; the server adds (1/η + λ) times it.  Its state lives in ``s.cg`` between
+        rounds.  The directions recycled into the next evaluations: d, g, the newest
+        images and W, newest first, orthonormalized, m of them (R3)."""
+        g, d_size = s.g, s.g.size
         shift = 1.0 / s.eta + self.ridge
-        least = float(np.min(shift))            # (a weighted ridge: its least weight)
-        if s.cg is None:
-            if s.cg_last > SKETCH_AFTER:
-                s.sketch = self._sketch(fed, s)
-            z = nystrom_solve(s.sketch, -g, least)
-            s.cg = {"d": np.zeros_like(g), "r": -g, "p": z, "rz": float(-g @ z),
-                    "rr": float(g @ g), "it": 0}
-        c = s.cg
+        m = block_size(d_size)
         gnorm = float(np.sqrt(g @ g))
         tol = min(0.5, np.sqrt(gnorm)) * gnorm
-        while c["it"] < self.max_cg and np.sqrt(c["rr"]) > tol:
-            sums = self._send(fed, s, M.NEWTON_HVP, {"w": s.x, "v": c["p"], **self.hvp_flags})
-            Ap = sums["hv"] + shift * c["p"]
-            pAp = float(c["p"] @ Ap)
-            if not pAp > 0:                  # no curvature along p: stop with what we have
+        if s.cg is None:
+            W, HW = ((s.block["V"], s.block["HV"]) if s.block is not None
+                     else (np.zeros((0, d_size)), np.zeros((0, d_size))))
+            s.cg = dict(zip("dr", galerkin(W, HW, g)), W=W, HW=HW, newest=HW, it=0)
+        c = s.cg
+        most = max(2 * m, KRYLOV_MAX_ENTRIES // d_size)
+        while c["it"] < self.max_cg and np.sqrt(c["r"] @ c["r"]) > tol:
+            W, HW = c["W"], c["HW"]
+            size = float(np.linalg.norm(c["d"]))
+            if W.shape[0] + m > most and size > 0:      # restart from the step
+                W, HW = c["d"][None] / size, (-g - c["r"])[None] / size
+            N = orthonormal([c["r"], *c["newest"]], W, m)
+            if not N.shape[0]:
                 break
-            alpha = c["rz"] / pAp
-            r = c["r"] - alpha * Ap
-            z = nystrom_solve(s.sketch, r, least)
-            rz = float(r @ z)
-            s.cg = c = {"d": c["d"] + alpha * c["p"], "r": r,
-                        "p": z + (rz / c["rz"]) * c["p"], "rz": rz, "rr": float(r @ r),
-                        "it": c["it"] + 1}
-        s.cg, s.cg_last = None, c["it"]
-        return c["d"] if c["it"] else -g
-
-    def _sketch(self, fed, s):
-        """One round: the sum Σᵢ∇²ALᵢ(x)Ω of the parties' products with the m columns
-        of a random orthonormal Ω (m = ``SKETCH_SIZE``, at most ``SKETCH_MAX_ENTRIES``/d;
-        m·d floats up a party), and its Nyström approximation (none where m would be
-        below ``SKETCH_MIN_SIZE``).  Ω is drawn from a generator seeded by the step
-        count: the same in every run."""
-        d = s.x.size
-        m = min(SKETCH_SIZE, d, SKETCH_MAX_ENTRIES // d)
-        if m < SKETCH_MIN_SIZE:
-            return None
-        Omega = random_sketch(d, m, seed=s.iterations)
-        sums = self._send(fed, s, M.NEWTON_HVP, {"w": s.x, "v": Omega.T.ravel(),
-                                                 **self.hvp_flags})
-        try:
-            U, lam = nystrom(sums["hv"].reshape(m, d).T, Omega)
-        except np.linalg.LinAlgError:                 # not PSD (a nonconvex term)
-            return None
-        return {"U": U, "lam": lam} if lam.size else None
+            sums = self._send(fed, s, M.NEWTON_HVP, {"w": s.x, "v": N.ravel(),
+                                                     **self.hvp_flags})
+            HN = sums["hv"].reshape(N.shape) + shift * N
+            W, HW = np.vstack([W, N]), np.vstack([HW, HN])
+            s.cg = c = dict(zip("dr", galerkin(W, HW, g)), W=W, HW=HW, newest=HN,
+                            it=c["it"] + 1)
+        s.cg = None
+        s.basis = orthonormal([c["d"], g, *c["newest"], *c["W"][::-1]],
+                              np.zeros((0, d_size)), m)
+        return c["d"] if float(g @ c["d"]) < 0 else -g
 
     def _fetch_bases(self, fed, s):
         """One ``newton.basis`` round when a party's basis is not complete yet

@@ -1,8 +1,7 @@
 """Randomized sketches of a PSD matrix the server sees only as a sum: a random
 orthonormal Ω (:func:`random_sketch`) the parties multiply, and the Nyström approximation
-of A from Y = AΩ (:func:`nystrom`).  The ADMM's penalty metric (ΣJᵢᵀJᵢ, exact: its rank
-is below k) and Newton-CG's preconditioner (Σᵢ∇²ALᵢ) both use them
-(docs/algorithms.md §4, §5)."""
+of A from Y = AΩ (:func:`nystrom`): the ADMM's penalty metric (ΣJᵢᵀJᵢ, exact: its rank
+is below k; docs/algorithms.md §4)."""
 from __future__ import annotations
 
 import numpy as np
