@@ -66,10 +66,9 @@ def test_a_block_is_orthonormal_off_the_directions_held_and_keeps_its_order():
 
 
 def test_the_block_size_keeps_its_budget():
-    assert newton.block_size(50) == 50
-    assert newton.block_size(20_000) == newton.BLOCK_MAX_ENTRIES // 20_000
-    assert newton.block_size(5 * 10**6) == 1
-    assert newton.block_size(10**6) * 10**6 <= max(newton.BLOCK_MAX_ENTRIES, 10**6)
+    """m = min(200, d, 10⁶/d), at least 1: m·d ≤ 10⁶ entries a block where d ≤ 10⁶."""
+    assert [newton.block_size(d) for d in (50, 1_000, 5_000, 20_000, 10**5, 10**6,
+                                           5 * 10**6)] == [50, 200, 200, 50, 10, 1, 1]
 
 
 def _wide_problem():

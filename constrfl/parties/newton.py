@@ -92,8 +92,7 @@ def newton_eval(msg, state, ctx):
         state = dict(state, **reported)
         if "next_beta" in msg:
             first = _evaluate(AugmentedTerm(ctx.party, msg["next_beta"], mu, nu),
-                              {"w": w, "order": msg["order"],
-                               **({"v": msg["v"]} if "v" in msg else {})}, ctx)
+                              {k: msg[k] for k in ("w", "order", "v") if k in msg}, ctx)
             reply.update({NEXT + k: v for k, v in first.items()})
             state = take_ahead(state, w, mu, nu, msg["next_beta"], msg["subproblem"])
     return reply, state

@@ -120,16 +120,16 @@ def orthonormal(vectors, W, m):
     for _ in range(2):
         if W.shape[0]:
             V = V - (V @ W.T) @ W
-    kept = np.zeros((0, n))
+    kept, k = np.empty((min(m, V.shape[0]), n)), 0
     for u, size in zip(V, sizes):
         for _ in range(2):
-            u = u - (kept @ u) @ kept
+            u = u - (kept[:k] @ u) @ kept[:k]
         length = float(np.linalg.norm(u))
         if length > 1e-8 * size:
-            kept = np.vstack([kept, u / length])
-            if kept.shape[0] == m:
+            kept[k], k = u / length, k + 1
+            if k == m:
                 break
-    return kept
+    return kept[:k]
 
 
 def galerkin(W, HW, g):
@@ -452,7 +452,8 @@ class Newton:
             s.cg = c = dict(zip("dr", galerkin(W, HW, g)), W=W, HW=HW, newest=HN,
                             it=c["it"] + 1)
         s.cg = None
-        s.basis = orthonormal([c["d"], g, *c["newest"], *c["W"][::-1]],
+        # (W's newest m rows suffice: they alone span m directions)
+        s.basis = orthonormal([c["d"], g, *c["newest"], *c["W"][::-1][:m]],
                               np.zeros((0, d_size)), m)
         return c["d"] if float(g @ c["d"]) < 0 else -g
 
