@@ -490,9 +490,10 @@ def _call(slot, f, method, *args):
 
 def _checked(slot, what, a, shape):
     """``a`` as a float64 array of ``shape``: a wrong shape is a client_error, a NaN or
-    inf a numerical_error, both naming the slot.  (Hot path: one sum (not a BLAS dot,
-    which starts threads on a Hessian) decides
-    that every entry is finite; the exact test runs only when it overflows.)"""
+    inf a numerical_error, both naming the slot.  (Hot path: one sum in the entries'
+    memory order decides that every entry is finite, not a BLAS dot, which starts
+    threads on a Hessian, nor a ravel, which copies a transposed block of products; the
+    exact test runs only when it overflows.)"""
     if type(a) is not np.ndarray or a.dtype != _FLOAT64:
         if a is None:           # (np.asarray(None, float) would be NaN: not a NaN of its)
             raise PartyError(st.CLIENT_ERROR, slot, f"its {what} is None (the function "
@@ -505,8 +506,7 @@ def _checked(slot, what, a, shape):
     if a.shape != shape:
         raise PartyError(st.CLIENT_ERROR, slot, f"its {what} has shape {a.shape}, "
                          f"expected {shape}") from ValueError(f"{what} shape {a.shape}")
-    flat = a if a.ndim == 1 else a.ravel()
-    if not math.isfinite(flat.sum()) and not np.isfinite(flat).all():
+    if not math.isfinite(a.sum()) and not np.isfinite(a).all():
         raise PartyError(st.NUMERICAL_ERROR, slot, f"its {what} contains NaN or inf") \
             from FloatingPointError(f"non-finite {what}")
     return a
