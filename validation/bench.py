@@ -15,12 +15,14 @@ defaults), against cvxpy/Clarabel on the pooled problem timed in the same run:
 
 ``--highdim`` runs issue 20's high-dimensional rows instead and writes
 ``bench_highdim.md``: NP dense d = 1,000 / 2,000 / 5,000 (20 clients x 200 rows, ridge
-1e-3) with the defaults (``inner="newton-basis"`` there) and ``inner="newton-cg"`` (the
-previous default); NP sparse d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with
-ridge 1e-2 (defaults and newton-cg) and L1 1e-3 (defaults); NP sparse d = 5,000 (1%
-nonzeros, 10 x 500 rows) with L1 1e-3;
-``NeymanPearsonClassifier(0.3)`` on sparse X (3,000 x 2,000);
-Clarabel on each pooled problem.  Every call runs in its own spawned process (peak
+1e-3) with the defaults, ``inner="newton-cg"`` and ``private=False``; NP dense d = 2,000 /
+5,000 with L1 1e-3 (the defaults, ``inner="admm"`` and ``private=False``); NP sparse
+d = 20,000 / 100,000 (0.1% nonzeros, 10 x 500 rows) with ridge 1e-2 (the defaults,
+newton-cg and ``private=False``) and L1 1e-3 (the defaults and ``private=False``); NP
+sparse d = 5,000 (1% nonzeros, 10 x 500 rows) with L1 1e-3; NP sparse d = 10⁶ (0.01%
+nonzeros, 20 x 5,000 rows) with L1 1e-3; ``NeymanPearsonClassifier(0.3)`` on sparse X
+(3,000 x 2,000); Clarabel on each pooled problem.  ``--cases`` runs those whose name
+contains a given text.  Every call runs in its own spawned process (peak
 memory of its own; killed 30 s past its time limit).  ``--highdim --quick``: one tiny
 row, in this process (the test's smoke run).
 
@@ -116,7 +118,7 @@ def fair_adult(data, opts, max_time):
 
 HD_FILE = "bench_highdim.md"
 HD_DENSE = (1000, 2000, 5000)               # 20 clients x 200 rows, ridge 1e-3
-HD_DENSE_L1 = 2000                          # the same with L1 1e-3 (the Hessian's sum, or the ADMM)
+HD_DENSE_L1 = (2000, 5000)                  # the same with L1 1e-3 (the Hessian's sum, or the ADMM)
 HD_SPARSE = (20000, 100000)                 # 10 clients x 500 rows, 0.1% nonzeros
 HD_SPARSE_L1 = 5000                         # 10 x 500 rows at 1%, L1 1e-3 (issue 40)
 HD_HUGE = 1_000_000                         # 20 x 5,000 rows at 0.01%, L1 1e-3 (issue 40)
@@ -259,9 +261,8 @@ def hd_cases(quick=False):
                  ("dense", 4, 30, 20), 20, [defaults])]
     out = [(f"NP dense d={d:,}, 20 x 200 rows, ridge 1e-3", ("dense", 20, 200, d), d,
             [defaults, cg, shown]) for d in HD_DENSE]
-    d = HD_DENSE_L1
-    out.append((f"NP dense d={d:,}, 20 x 200 rows, L1 1e-3", ("dense", 20, 200, d, ("l1", 1e-3)),
-                d, [defaults, ('inner="admm"', {"inner": "admm"}), shown]))
+    out += [(f"NP dense d={d:,}, 20 x 200 rows, L1 1e-3", ("dense", 20, 200, d, ("l1", 1e-3)),
+             d, [defaults, ('inner="admm"', {"inner": "admm"}), shown]) for d in HD_DENSE_L1]
     for d in HD_SPARSE:
         for reg, spec in HD_REGULARIZERS.items():
             out.append((f"NP sparse d={d:,} (0.1% nonzeros), 10 x 500 rows, {reg}",
