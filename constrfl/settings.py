@@ -58,8 +58,10 @@ AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: one (64 MB a client and round; above d = 1,000 the step takes a forcing sequence,
 #: :data:`~constrfl.solvers.newton.EXACT_STEP_MAX_DIM`; measured: NP dense d = 2,000,
 #: 20 × 200 rows, ℓ1 1e-3: 52 rounds, 158 s, where the ADMM ran out of 300 s after 975
-#: rounds at a stationarity of 0.43, validation/results/bench_highdim_dense_l1.md; at
-#: d = 3,000 57 rounds but 852 s, 3.6 GB, another job on the second core;
+#: rounds at a stationarity of 0.43; now 42 rounds, 172 s, and the ADMM 982 rounds, 146 s,
+#: validation/results/bench_highdim_dense_l1.md; at d = 3,000 57 rounds but 852 s,
+#: 3.6 GB, another job on the second core; at d = 5,000 a round would be 400 MB up a
+#: client, and the ADMM takes 722 rounds, validation/results/bench_highdim_dense5k_l1.md;
 #: Maros–Meszaros n = 649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 2000
 #: ... as long as a round's Hessian sums, every client's upload together, take at most

@@ -82,8 +82,8 @@ MODEL_FORCING = 0.1
 #: step takes the forcing sequence too (measured: NP dense, 20 × 200 rows, ℓ1 1e-3, the
 #: Hessians' sums, two BLAS threads: d = 1,500 31 -> 35 rounds, 64 -> 37 s; d = 2,000,
 #: where one exact step took about 20 s and the solve ran out of 400 s after 24 rounds:
-#: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, in validation/results/
-#: bench_highdim_dense_l1.md)
+#: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, now 42 rounds, 172 s in
+#: validation/results/bench_highdim_dense_l1.md)
 EXACT_STEP_MAX_DIM = 1000
 #: Newton-CG's block size m = min(BLOCK_SIZE, d, BLOCK_MAX_ENTRIES // d), at least 1:
 #: the directions recycled into each evaluation, and the most new directions a product
