@@ -166,3 +166,18 @@ def test_problem_does_not_rename_the_callers_clients():
     p1, p2 = cf.Problem([c]), cf.Problem([c, c])
     assert c.name is None
     assert p1.client_names == ["client-0"] and p2.client_names == ["client-0", "client-1"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_transposed_block_of_products_is_checked_in_place(bad):
+    """A block of Hessian products comes back transposed (F-ordered): the finiteness
+    check, one sum in memory order, passes the block itself on and finds a NaN or inf
+    anywhere in it."""
+    from constrfl.problem import _checked
+    block = np.arange(12.0).reshape(4, 3).T
+    assert block.flags.f_contiguous and not block.flags.c_contiguous
+    assert _checked("constraints[0]", "Hessian product", block, (3, 4)) is block
+    block[1, 2] = bad
+    with pytest.raises(cf.PartyError) as err:
+        _checked("constraints[0]", "Hessian product", block, (3, 4))
+    assert err.value.status == "numerical_error" and "NaN or inf" in str(err.value)
