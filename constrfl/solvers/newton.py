@@ -455,7 +455,7 @@ class Newton:
         # (W's newest m rows suffice: they alone span m directions)
         s.basis = orthonormal([c["d"], g, *c["newest"], *c["W"][::-1][:m]],
                               np.zeros((0, d_size)), m)
-        return c["d"] if float(g @ c["d"]) < 0 else -g
+        return c["d"]
 
     def _fetch_bases(self, fed, s):
         """One ``newton.basis`` round when a party's basis is not complete yet
