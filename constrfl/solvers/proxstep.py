@@ -36,6 +36,10 @@ docs/algorithms.md §8).
      the solution are found (Bertsekas's Proposition 3), one more full step lands on the
      solution up to rounding.  Alone it fixes about one bound a step (the same QE226
      subproblems: 23–332 steps, some stopped by the step cap short of the solution).
+     Before it, without ℓ1 terms the interior point method (:func:`_box_interior_point`),
+     and with ℓ1 terms but no finite bound the same method on the dual box QP
+     (:func:`_l1_by_its_dual`) find the pieces of the solution, and the exact minimizer
+     on them is returned when it solves (PQ).
 * **Any other P** (balls, nuclear norm): ADMM on the splitting y = z
   (:func:`_admm_point`), to a model residual ≤ ``tol``.
 
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import cho_solve
 from scipy.sparse.linalg import splu
 
 from .. import kernels
@@ -111,6 +116,10 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
         return z
     if not np.any(lam):
         return _box_interior_point(Q, c, lo, hi, z, tol)
+    if not (np.isfinite(lo).any() or np.isfinite(hi).any()):
+        exact = _l1_by_its_dual(Q, c, lam, lo, hi, z, tol)
+        if exact is not None:
+            return exact
     g = Q @ z + c
     zero_kink = (lam > 0) & (lo < 0) & (hi > 0)
     for _ in range(50 + z.size):
@@ -125,6 +134,27 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
             break
         z, g = step
     return z
+
+
+def _l1_by_its_dual(Q, c, lam, lo, hi, z, tol):
+    """(PQ) with ℓ1 terms and no finite bound, where the active-set steps do not
+    settle: its dual min_y ½(y + c)ᵀQ⁻¹(y + c) s.t. −λ ≤ y ≤ λ (z = −Q⁻¹(y + c)), a box
+    QP for the interior point method (:func:`_box_interior_point`, from the multipliers
+    of ``z``, the best point so far), then the minimizer on the pieces its solution
+    shows: zⱼ = 0 where |yⱼ| < λⱼ, the sign of yⱼ elsewhere (:func:`_on_pieces`).
+    Returned when it solves (PQ), else None.  Measured on the server's steps of NP
+    dense d = 600, 100 × 10 rows, ℓ1 1e-3 (Q's condition number 4·10⁵): 6–11
+    iterations, 0.1–0.5 s, exact, where the projected Newton steps took 200–650 steps
+    and 1.5–5 s to a residual of 10⁻³."""
+    try:
+        Qi = cho_solve((np.linalg.cholesky(Q), True), np.eye(c.size))
+    except np.linalg.LinAlgError:
+        return None
+    Qi = 0.5 * (Qi + Qi.T)
+    y = _box_interior_point(Qi, Qi @ c, -lam, lam, np.clip(-(Q @ z + c), -lam, lam), 0.0)
+    zero = np.abs(y) < lam
+    z = _on_pieces(Q, c, lam, zero, np.where(zero, 0.0, np.sign(y)), 0.0)
+    return z if np.all(np.isfinite(z)) and _solves(Q, c, lo, hi, z, tol, lam) else None
 
 
 def _on_kinks_of(Q, c, lam, lo, hi, z0, tol, Qs=None):
