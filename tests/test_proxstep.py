@@ -80,24 +80,27 @@ def test_an_lp_like_box_qp_where_the_active_sets_cycle_is_solved_exactly(monkeyp
     assert phi(z) <= phi(ref) + 1e-9 * abs(phi(ref))
 
 
-def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly_by_its_dual(monkeypatch):
+@pytest.mark.parametrize("P", [prox.L1(0.5), prox.L1(0.5) + prox.Box(-0.3, 0.2)], ids=repr)
+def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly_split(P, monkeypatch):
     """Q = AᵀA + 10⁻²I of half rank (as the Hessian's sum of a few rows a client is, the
-    server's step of NP with ℓ1), no bounds: the active-set steps do not settle, and the
-    dual's interior point method shows the pieces of the exact solution."""
+    server's step of NP with ℓ1), with and without a box: the active-set steps do not
+    settle, and the interior point method on the split problem shows the pieces of the
+    exact solution."""
     rng = np.random.default_rng(0)
     n = 60
     A = rng.standard_normal((n // 2, n))
-    H, g, x, P = A.T @ A + 1e-2 * np.eye(n), rng.standard_normal(n), np.zeros(n), prox.L1(0.5)
-    inf = np.full(n, np.inf)
-    assert not proxstep._active_set(H, g, P.pieces(n)[1], -inf, inf, x)[1]
+    H, g, x = A.T @ A + 1e-2 * np.eye(n), rng.standard_normal(n), np.zeros(n)
+    _, lam, lo, hi = P.pieces(n)
+    assert not proxstep._active_set(H, g, lam, lo, hi, x)[1]
     found = []
-    dual = proxstep._l1_by_its_dual
-    monkeypatch.setattr(proxstep, "_l1_by_its_dual", lambda *a: found.append(dual(*a)) or found[-1])
+    split = proxstep._l1_split
+    monkeypatch.setattr(proxstep, "_l1_split", lambda *a: found.append(split(*a)) or found[-1])
     z = prox_newton_point(x, g, H, P, 0.0)
     assert found and found[-1] is not None
     rounding = n * 1e-16 * (np.abs(H) @ np.abs(z) + np.abs(g)).max()
     assert P.dist(z, g + H @ (z - x)) <= rounding
     assert 5 < np.sum(z == 0) < n - 5                           # kinks and free coordinates
+    assert np.isfinite(lo).any() == ((z == lo) | (z == hi)).any()   # and bounds with a box
     assert np.abs(z - _reference(x, g, H, P)).max() <= 1e-6
 
 
