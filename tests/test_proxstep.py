@@ -81,11 +81,11 @@ def test_an_lp_like_box_qp_where_the_active_sets_cycle_is_solved_exactly(monkeyp
 
 
 @pytest.mark.parametrize("P", [prox.L1(0.5), prox.L1(0.5) + prox.Box(-0.3, 0.2)], ids=repr)
-def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly_split(P, monkeypatch):
+def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly(P, monkeypatch):
     """Q = AᵀA + 10⁻²I of half rank (as the Hessian's sum of a few rows a client is, the
     server's step of NP with ℓ1), with and without a box: the active-set steps do not
-    settle, and the interior point method on the split problem shows the pieces of the
-    exact solution."""
+    settle, and the interior point method on the dual (without the box) or on the split
+    problem (with it) shows the pieces of the exact solution."""
     rng = np.random.default_rng(0)
     n = 60
     A = rng.standard_normal((n // 2, n))
@@ -93,8 +93,9 @@ def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly_split(P, monkeyp
     _, lam, lo, hi = P.pieces(n)
     assert not proxstep._active_set(H, g, lam, lo, hi, x)[1]
     found = []
-    split = proxstep._l1_split
-    monkeypatch.setattr(proxstep, "_l1_split", lambda *a: found.append(split(*a)) or found[-1])
+    solve = proxstep._l1_by_interior_point
+    monkeypatch.setattr(proxstep, "_l1_by_interior_point",
+                        lambda *a: found.append(solve(*a)) or found[-1])
     z = prox_newton_point(x, g, H, P, 0.0)
     assert found and found[-1] is not None
     rounding = n * 1e-16 * (np.abs(H) @ np.abs(z) + np.abs(g)).max()

@@ -37,9 +37,9 @@ docs/algorithms.md §8).
      solution up to rounding.  Alone it fixes about one bound a step (the same QE226
      subproblems: 23–332 steps, some stopped by the step cap short of the solution).
      Before it, the interior point method (:func:`_box_interior_point`) finds the pieces
-     of the solution, on (PQ) itself without ℓ1 terms and with them on (PQ) with each
-     ℓ1 coordinate split in two (:func:`_l1_split`), and the exact minimizer on them is
-     returned when it solves (PQ).
+     of the solution, on (PQ) itself without ℓ1 terms and with them on its dual or on
+     (PQ) with each ℓ1 coordinate split in two (:func:`_l1_by_interior_point`), and the
+     exact minimizer on them is returned when it solves (PQ).
 * **Any other P** (balls, nuclear norm): ADMM on the splitting y = z
   (:func:`_admm_point`), to a model residual ≤ ``tol``.
 
@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import cho_solve
 from scipy.sparse.linalg import splu
 
 from .. import kernels
@@ -115,7 +116,7 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
         return z
     if not np.any(lam):
         return _box_interior_point(Q, c, lo, hi, z, tol)
-    exact = _l1_split(Q, c, lam, lo, hi, z, tol)
+    exact = _l1_by_interior_point(Q, c, lam, lo, hi, z, tol)
     if exact is not None:
         return exact
     g = Q @ z + c
@@ -134,34 +135,59 @@ def separable_qp(H, c, q, lam, lo, hi, z0, tol):
     return z
 
 
-def _l1_split(Q, c, lam, lo, hi, z, tol):
-    """(PQ) with ℓ1 terms, where the active-set steps do not settle, as a box QP for the
-    interior point method (:func:`_box_interior_point`): each coordinate with λⱼ > 0
-    split, zⱼ = uⱼ − vⱼ with uⱼ ∈ [loⱼ⁺, hiⱼ⁺], vⱼ ∈ [hiⱼ⁻, loⱼ⁻] (a⁺ = max(a, 0),
-    a⁻ = max(−a, 0)) and the term λⱼ(uⱼ + vⱼ), which is λⱼ|zⱼ| where not both are
-    positive, as at the solution.  Its solution shows the pieces of z (a bound; 0 where
-    uⱼ = vⱼ = 0; else the sign of uⱼ − vⱼ), and the minimizer on them (:func:`_on_pieces`)
-    is returned when it solves (PQ), else None.  Measured on the server's steps of NP
-    dense d = 600, 100 × 10 rows, ℓ1 1e-3 (Q's condition number 4·10⁵), with and without
-    the box [−1, 1]: 0.4–1.2 s a call with the active-set steps, residuals ~10⁻¹³, where
-    the projected Newton steps took 150–650 steps and 0.8–5 s to a residual of 10⁻³
-    (once only to its cap's 7·10⁻³)."""
+def _l1_by_interior_point(Q, c, lam, lo, hi, z, tol):
+    """(PQ) with ℓ1 terms, where the active-set steps do not settle: the interior point
+    method (:func:`_box_interior_point`) on a box QP whose solution shows the pieces of
+    z, from ``z`` (stage 1's best point); the minimizer on those pieces
+    (:func:`_on_pieces`) is returned when it solves (PQ), else None.  Without finite
+    bounds the box QP is the dual (:func:`_dual_pieces`, d variables), else the split
+    problem (:func:`_split_pieces`, d + |{λⱼ > 0}|).  Measured on the server's steps of
+    NP dense d = 600, 100 × 10 rows, ℓ1 1e-3 (Q's condition number 4·10⁵): 0.2–0.6 s a
+    call with the active-set steps (the dual; the split 0.4–1.2 s, with and without the
+    box [−1, 1]), residuals ~10⁻¹³, where the projected Newton steps took 150–650 steps
+    and 0.8–5 s to a residual of 10⁻³ (once only to its cap's 7·10⁻³)."""
+    bounded = np.isfinite(lo).any() or np.isfinite(hi).any()
+    pieces = (_split_pieces if bounded else _dual_pieces)(Q, c, lam, lo, hi, z)
+    if pieces is None:
+        return None
+    z = _on_pieces(Q, c, lam, *pieces)
+    return z if np.all(np.isfinite(z)) and _solves(Q, c, lo, hi, z, tol, lam) else None
+
+
+def _dual_pieces(Q, c, lam, lo, hi, z):
+    """The pieces ``(at_kink, sign, values)`` of (PQ) without finite bounds from its dual
+    min_y ½(y + c)ᵀQ⁻¹(y + c) s.t. −λ ≤ y ≤ λ (z = −Q⁻¹(y + c)): zⱼ = 0 where
+    |yⱼ| < λⱼ, the sign of yⱼ elsewhere (None when Q does not factor)."""
+    try:
+        Qi = cho_solve((np.linalg.cholesky(Q), True), np.eye(c.size))
+    except np.linalg.LinAlgError:
+        return None
+    Qi = 0.5 * (Qi + Qi.T)
+    y = _box_interior_point(Qi, Qi @ c, -lam, lam, np.clip(-(Q @ z + c), -lam, lam), 0.0)
+    zero = np.abs(y) < lam
+    return zero, np.where(zero, 0.0, np.sign(y)), 0.0
+
+
+def _split_pieces(Q, c, lam, lo, hi, z):
+    """The pieces ``(at_kink, sign, values)`` of (PQ) from the problem with each
+    coordinate λⱼ > 0 split, zⱼ = uⱼ − vⱼ, uⱼ ∈ [loⱼ⁺, hiⱼ⁺], vⱼ ∈ [hiⱼ⁻, loⱼ⁻]
+    (a⁺ = max(a, 0), a⁻ = max(−a, 0)), with the term λⱼ(uⱼ + vⱼ), which is λⱼ|zⱼ| where
+    not both are positive, as at the solution: z on a bound, at 0 where uⱼ = vⱼ = 0, else
+    on the piece of the sign of uⱼ − vⱼ."""
     S = np.flatnonzero(lam > 0)
-    n = c.size
+    split = lam > 0
     Q2 = np.block([[Q, -Q[:, S]], [-Q[S], Q[np.ix_(S, S)]]])
     c2 = np.concatenate([c + lam, lam[S] - c[S]])
-    split = lam > 0
     lo2 = np.concatenate([np.where(split, np.maximum(lo, 0.0), lo), np.maximum(-hi[S], 0.0)])
     hi2 = np.concatenate([np.where(split, np.maximum(hi, 0.0), hi), np.maximum(-lo[S], 0.0)])
     w0 = np.concatenate([np.where(split, np.maximum(z, 0.0), z), np.maximum(-z[S], 0.0)])
     w = _box_interior_point(Q2, c2, lo2, hi2, np.clip(w0, lo2, hi2), 0.0)
-    u, v = w[:n], w[n:]
+    u, v = w[:c.size], w[c.size:]
     z = u.copy()
     z[S] -= v
     at_kink = (z == lo) | (z == hi)
     at_kink[S] |= (u[S] == 0.0) & (v == 0.0)
-    z = _on_pieces(Q, c, lam, at_kink, np.where(at_kink, 0.0, np.sign(z)), z)
-    return z if np.all(np.isfinite(z)) and _solves(Q, c, lo, hi, z, tol, lam) else None
+    return at_kink, np.where(at_kink, 0.0, np.sign(z)), z
 
 
 def _on_kinks_of(Q, c, lam, lo, hi, z0, tol, Qs=None):
