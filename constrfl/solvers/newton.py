@@ -78,13 +78,15 @@ RELATIVE_ERROR = 0.5
 #: forcing sequence there, the Maros–Meszaros QPs lost their exact active-set steps
 #: (rounds sgm 38.7 -> 43.9 at K = 1, QSTAIR 85 -> 356, QSCTAP1 optimal -> numerical_error)
 MODEL_FORCING = 0.1
-#: ... up to this d (the Maros–Meszaros QPs have n ≤ 1,000); above it the dense Hessian's
-#: step takes the forcing sequence too (measured: NP dense, 20 × 200 rows, ℓ1 1e-3, the
-#: Hessians' sums, two BLAS threads: d = 1,500 31 -> 35 rounds, 64 -> 37 s; d = 2,000,
-#: where one exact step took about 20 s and the solve ran out of 400 s after 24 rounds:
-#: optimal in 44 rounds, 111 s; 52 rounds, 158 s with one, now 42 rounds, 172 s in
-#: validation/results/bench_highdim_dense_l1.md)
-EXACT_STEP_MAX_DIM = 1000
+#: ... up to this d (the reach of the Hessian's sum with a nonsmooth P,
+#: settings.AUTO_NEWTON_NONSMOOTH_MAX_DIM); above it the dense Hessian's step takes the
+#: forcing sequence too.  Measured, NP dense, ℓ1 1e-3, one BLAS thread: d = 2,000 over
+#: 20 × 200 rows optimal in 31 rounds, 173 s, where the forcing sequence took 42 rounds,
+#: 172 s (validation/results/bench_highdim_dense_l1.md); d = 1,500 over 20 × 30 rows 53
+#: rounds in 120 s against 18.  (Up to 1,000 before the exact step's interior point stage
+#: for ℓ1, proxstep._l1_by_interior_point: an exact step at d = 2,000 then took about
+#: 20 s, and the solve ran out of 400 s after 24 rounds.)
+EXACT_STEP_MAX_DIM = 2000
 #: Newton-CG's block size m = min(BLOCK_SIZE, d, BLOCK_MAX_ENTRIES // d), at least 1:
 #: the directions recycled into each evaluation, and the most new directions a product
 #: round takes (m·d floats up a party a round: the budget of the Nyström sketch it
