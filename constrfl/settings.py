@@ -55,15 +55,14 @@ AUTO_NEWTON_MAX_DIM = 500
 #: 60 s, 1.8 GB, where Newton-CG took 892 rounds, 40 s, now 72)
 AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
-#: one (64 MB a client and round; its step exact up to
+#: one (64 MB a client and round, its step exact up to
 #: :data:`~constrfl.solvers.newton.EXACT_STEP_MAX_DIM`; measured: NP dense d = 2,000,
-#: 20 × 200 rows, ℓ1 1e-3: 52 rounds, 158 s, where the ADMM ran out of 300 s after 975
-#: rounds at a stationarity of 0.43; then 42 rounds, 172 s, and the ADMM 982 rounds, 146 s,
-#: validation/results/bench_highdim_dense_l1.md; with exact steps 31 rounds, 173 s; at
-#: d = 3,000 (a forcing sequence) 57 rounds but 852 s,
-#: 3.6 GB, another job on the second core; at d = 5,000 a round would be 400 MB up a
-#: client, and the ADMM takes 722 rounds, validation/results/bench_highdim_dense5k_l1.md;
-#: Maros–Meszaros n = 649–1,000, 5 clients: 12–571 rounds where the ADMM ran out of 60 s)
+#: 20 × 200 rows, ℓ1 1e-3: 31 rounds, 173 s, where the ADMM took 982 rounds, 146 s
+#: (validation/results/bench_highdim_dense_l1.md); d = 3,000, a forcing sequence: 57
+#: rounds but 852 s, 3.6 GB, another job on the second core; at d = 5,000 a round would
+#: be 400 MB up a client, and the ADMM takes 722 rounds,
+#: validation/results/bench_highdim_dense5k_l1.md; Maros–Meszaros n = 649–1,000, 5
+#: clients: 12–571 rounds where the ADMM ran out of 60 s)
 AUTO_NEWTON_NONSMOOTH_MAX_DIM = 2000
 #: ... as long as a round's Hessian sums, every client's upload together, take at most
 #: this many bytes (RING_BYTES an entry): the server holds a round's replies at once

@@ -105,6 +105,25 @@ def test_an_l1_qp_where_the_active_sets_cycle_is_solved_exactly(P, monkeypatch):
     assert np.abs(z - _reference(x, g, H, P)).max() <= 1e-6
 
 
+def test_where_the_interior_point_stage_gives_up_the_projected_newton_steps_go_on(monkeypatch):
+    """The last stage, reached where the interior point method's pieces do not solve
+    (PQ): on the cycling ℓ1 QP above with its box it still lands on the exact solution."""
+    rng = np.random.default_rng(0)
+    n = 60
+    A = rng.standard_normal((n // 2, n))
+    H, g, x = A.T @ A + 1e-2 * np.eye(n), rng.standard_normal(n), np.zeros(n)
+    P = prox.L1(0.5) + prox.Box(-0.3, 0.2)
+    steps = []
+    direction = proxstep._direction
+    monkeypatch.setattr(proxstep, "_l1_by_interior_point", lambda *a: None)
+    monkeypatch.setattr(proxstep, "_direction", lambda *a: steps.append(1) or direction(*a))
+    z = prox_newton_point(x, g, H, P, 0.0)
+    assert steps
+    rounding = n * 1e-16 * (np.abs(H) @ np.abs(z) + np.abs(g)).max()
+    assert P.dist(z, g + H @ (z - x)) <= rounding
+    assert np.abs(z - _reference(x, g, H, P)).max() <= 1e-6
+
+
 def test_an_indefinite_hessian_gives_the_step_of_its_positive_model():
     rng = np.random.default_rng(3)
     Q = np.linalg.qr(rng.standard_normal((6, 6)))[0]

@@ -174,8 +174,8 @@ def _split_pieces(Q, c, lam, lo, hi, z):
     (a⁺ = max(a, 0), a⁻ = max(−a, 0)), with the term λⱼ(uⱼ + vⱼ), which is λⱼ|zⱼ| where
     not both are positive, as at the solution: z on a bound, at 0 where uⱼ = vⱼ = 0, else
     on the piece of the sign of uⱼ − vⱼ."""
-    S = np.flatnonzero(lam > 0)
     split = lam > 0
+    S = np.flatnonzero(split)
     Q2 = np.block([[Q, -Q[:, S]], [-Q[S], Q[np.ix_(S, S)]]])
     c2 = np.concatenate([c + lam, lam[S] - c[S]])
     lo2 = np.concatenate([np.where(split, np.maximum(lo, 0.0), lo), np.maximum(-hi[S], 0.0)])
