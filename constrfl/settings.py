@@ -57,7 +57,7 @@ AUTO_NEWTON_SMOOTH_MAX_DIM = 2000
 #: ... and, with a P that is not smooth (where the alternative is the ADMM), up to this
 #: one (64 MB a client and round, its step exact up to
 #: :data:`~constrfl.solvers.newton.EXACT_STEP_MAX_DIM`; measured: NP dense d = 2,000,
-#: 20 × 200 rows, ℓ1 1e-3: 31 rounds, 173 s, where the ADMM took 982 rounds, 146 s
+#: 20 × 200 rows, ℓ1 1e-3: 31 rounds, 190 s, where the ADMM took 982 rounds, 144 s
 #: (validation/results/bench_highdim_dense_l1.md); d = 3,000, a forcing sequence: 57
 #: rounds but 852 s, 3.6 GB, another job on the second core; at d = 5,000 a round would
 #: be 400 MB up a client, and the ADMM takes 722 rounds,

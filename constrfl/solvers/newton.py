@@ -81,8 +81,8 @@ MODEL_FORCING = 0.1
 #: ... up to this d (the reach of the Hessian's sum with a nonsmooth P,
 #: settings.AUTO_NEWTON_NONSMOOTH_MAX_DIM); above it the dense Hessian's step takes the
 #: forcing sequence too.  Measured, NP dense, ℓ1 1e-3, one BLAS thread: d = 2,000 over
-#: 20 × 200 rows optimal in 31 rounds, 173 s, where the forcing sequence took 42 rounds,
-#: 172 s (validation/results/bench_highdim_dense_l1.md); d = 1,500 over 20 × 30 rows 53
+#: 20 × 200 rows optimal in 31 rounds, 190 s (validation/results/bench_highdim_dense_l1.md),
+#: where the forcing sequence took 42 rounds, 172 s; d = 1,500 over 20 × 30 rows 53
 #: rounds in 120 s against 18.  (Up to 1,000 before the exact step's interior point stage
 #: for ℓ1, proxstep._l1_by_interior_point: an exact step at d = 2,000 then took about
 #: 20 s, and the solve ran out of 400 s after 24 rounds.)
